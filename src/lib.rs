@@ -1,0 +1,275 @@
+//! kern-sandbox's native core. `index.js` on top holds the JS-shaped surface (error classes,
+//! `withSandbox`, AbortSignal wiring); everything that touches processes or files is here.
+
+#![deny(clippy::all)]
+
+mod argv;
+mod cleanup;
+mod errors;
+mod fault;
+mod locate;
+mod options;
+mod output;
+mod session;
+mod snapshot;
+mod spawn;
+mod track;
+mod workspace;
+
+pub use snapshot::{restore as restore_archive, snapshot as snapshot_archive};
+pub use workspace::Workspace;
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use napi::bindgen_prelude::{Buffer, Either, PromiseRaw};
+use napi::Env;
+use napi_derive::napi;
+
+use errors::Error;
+use options::{Config, SandboxOptions};
+use output::ChunkFn;
+use session::{CallOptions, Outcome, Session};
+use spawn::{Cancel, StopReason};
+use track::FileInfo;
+
+/// Per-call options that are plain data (callbacks travel as separate arguments).
+#[napi(object)]
+pub struct NativeCallOptions {
+    /// Deadline for this call only.
+    pub timeout_s: Option<f64>,
+    /// An id from JS that `cancel(id)` can later name (AbortSignal wiring).
+    pub call_id: Option<u32>,
+}
+
+#[napi(object)]
+pub struct NativeFault {
+    #[napi(js_name = "type")]
+    pub kind: String,
+    pub message: String,
+}
+
+#[napi(object)]
+pub struct NativeResult {
+    pub stdout: String,
+    pub stderr: String,
+    pub exit_code: i32,
+    pub duration_ms: f64,
+    pub fault: Option<NativeFault>,
+    pub files: Vec<FileInfo>,
+    pub truncated: bool,
+}
+
+fn text(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+impl From<Outcome> for NativeResult {
+    fn from(o: Outcome) -> Self {
+        NativeResult {
+            stdout: text(o.stdout),
+            stderr: text(o.stderr),
+            exit_code: o.exit_code,
+            duration_ms: o.duration.as_millis() as f64,
+            fault: o.fault.map(|f| NativeFault { kind: f.kind.to_string(), message: f.message }),
+            files: o.files,
+            truncated: o.truncated,
+        }
+    }
+}
+
+/// Registers the exit-time cleanup once per napi env.
+fn hook_env(env: &Env) -> usize {
+    static HOOKED: OnceLock<Mutex<HashSet<usize>>> = OnceLock::new();
+    let id = env.raw() as usize;
+    let set = HOOKED.get_or_init(Default::default);
+    let mut hooked = set.lock().unwrap_or_else(|p| p.into_inner());
+    if hooked.insert(id) {
+        let _ = env.add_env_cleanup_hook(id, |id| {
+            cleanup::on_env_exit(id);
+            if let Some(set) = HOOKED.get() {
+                set.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+            }
+        });
+    }
+    id
+}
+
+fn nonnegative_bytes(v: Option<f64>, what: &str) -> napi::Result<Option<u64>> {
+    match v {
+        None => Ok(None),
+        Some(n) if n.is_finite() && n >= 0.0 => Ok(Some(n.min(u64::MAX as f64) as u64)),
+        Some(_) => Err(Error::sandbox(format!("{what} must be a non-negative number of bytes")).into()),
+    }
+}
+
+/// The native half of `Sandbox`.
+#[napi]
+pub struct NativeSandbox {
+    inner: Arc<Session>,
+    /// Cancellation handles by the JS call id, registered synchronously before the work starts.
+    calls: Arc<Mutex<HashMap<u32, Arc<Cancel>>>>,
+}
+
+#[napi]
+impl NativeSandbox {
+    #[napi(constructor)]
+    pub fn new(env: Env, opts: Option<SandboxOptions>) -> napi::Result<Self> {
+        let cfg = errors::guard(|| Config::from_options(opts.unwrap_or_default()))?;
+        let env_id = hook_env(&env);
+        Ok(NativeSandbox {
+            inner: Arc::new(Session::new(cfg, env_id)),
+            calls: Default::default(),
+        })
+    }
+
+    /// The canonical host path of the open workspace, or null before open().
+    #[napi(getter)]
+    pub fn workspace_path(&self) -> Option<String> {
+        self.inner.workspace_path().map(|p| p.to_string_lossy().into_owned())
+    }
+
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn open<'e>(
+        &self,
+        env: &'e Env,
+        on_stdout: Option<ChunkFn>,
+        on_stderr: Option<ChunkFn>,
+    ) -> napi::Result<PromiseRaw<'e, ()>> {
+        let s = self.inner.clone();
+        let sinks = CallOptions { on_stdout, on_stderr, ..Default::default() };
+        env.spawn_future(async move { Ok(s.open(sinks).await?) })
+    }
+
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn close<'e>(&self, env: &'e Env) -> napi::Result<PromiseRaw<'e, ()>> {
+        let s = self.inner.clone();
+        env.spawn_future(async move {
+            s.close().await;
+            Ok(())
+        })
+    }
+
+    /// Sets up cancellation for one call before any async work starts, so an abort that
+    /// arrives right after the call begins is never lost.
+    fn call_options(
+        &self,
+        call: NativeCallOptions,
+        on_stdout: Option<ChunkFn>,
+        on_stderr: Option<ChunkFn>,
+    ) -> napi::Result<(CallOptions, Option<u32>)> {
+        let timeout_s = call.timeout_s.map(options::check_timeout).transpose()?;
+        let cancel = call.call_id.map(|id| {
+            let c = Arc::new(Cancel::default());
+            self.calls.lock().unwrap_or_else(|p| p.into_inner()).insert(id, c.clone());
+            c
+        });
+        Ok((CallOptions { timeout_s, on_stdout, on_stderr, cancel }, call.call_id))
+    }
+
+    fn finish_call(calls: &Mutex<HashMap<u32, Arc<Cancel>>>, id: Option<u32>) {
+        if let Some(id) = id {
+            calls.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+        }
+    }
+
+    #[napi(ts_return_type = "Promise<NativeResult>")]
+    pub fn run<'e>(
+        &self,
+        env: &'e Env,
+        command: Vec<String>,
+        call: NativeCallOptions,
+        on_stdout: Option<ChunkFn>,
+        on_stderr: Option<ChunkFn>,
+    ) -> napi::Result<PromiseRaw<'e, NativeResult>> {
+        let (opts, id) = self.call_options(call, on_stdout, on_stderr)?;
+        let (s, calls) = (self.inner.clone(), self.calls.clone());
+        env.spawn_future(async move {
+            let r = s.run(command, opts).await;
+            Self::finish_call(&calls, id);
+            Ok(r?.into())
+        })
+    }
+
+    #[napi(ts_return_type = "Promise<NativeResult>")]
+    pub fn run_code<'e>(
+        &self,
+        env: &'e Env,
+        code: String,
+        language: String,
+        call: NativeCallOptions,
+        on_stdout: Option<ChunkFn>,
+        on_stderr: Option<ChunkFn>,
+    ) -> napi::Result<PromiseRaw<'e, NativeResult>> {
+        let (opts, id) = self.call_options(call, on_stdout, on_stderr)?;
+        let (s, calls) = (self.inner.clone(), self.calls.clone());
+        env.spawn_future(async move {
+            let r = s.run_code(code, &language, opts).await;
+            Self::finish_call(&calls, id);
+            Ok(r?.into())
+        })
+    }
+
+    /// Aborts the call registered under `call_id`, tearing its box down like a timeout.
+    #[napi]
+    pub fn cancel(&self, call_id: u32) {
+        if let Some(c) = self.calls.lock().unwrap_or_else(|p| p.into_inner()).get(&call_id) {
+            c.fire(StopReason::Aborted);
+        }
+    }
+
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn write_file<'e>(
+        &self,
+        env: &'e Env,
+        path: String,
+        data: Either<Buffer, String>,
+    ) -> napi::Result<PromiseRaw<'e, ()>> {
+        let bytes = match data {
+            Either::A(b) => b.to_vec(),
+            Either::B(s) => s.into_bytes(),
+        };
+        let s = self.inner.clone();
+        env.spawn_future(async move { Ok(s.write_file(path, bytes).await?) })
+    }
+
+    #[napi(ts_return_type = "Promise<Buffer>")]
+    pub fn read_file<'e>(
+        &self,
+        env: &'e Env,
+        path: String,
+        max_bytes: Option<f64>,
+    ) -> napi::Result<PromiseRaw<'e, Buffer>> {
+        let max = nonnegative_bytes(max_bytes, "maxBytes")?;
+        let s = self.inner.clone();
+        env.spawn_future(async move { Ok(s.read_file(path, max).await?.into()) })
+    }
+
+    #[napi(ts_return_type = "Promise<FileInfo[]>")]
+    pub fn list_files<'e>(
+        &self,
+        env: &'e Env,
+        subdir: Option<String>,
+    ) -> napi::Result<PromiseRaw<'e, Vec<FileInfo>>> {
+        let s = self.inner.clone();
+        env.spawn_future(async move { Ok(s.list_files(subdir.unwrap_or_default()).await?) })
+    }
+
+    #[napi]
+    pub fn snapshot(&self, dest: String) -> napi::Result<()> {
+        if dest.is_empty() || dest.contains('\0') {
+            return Err(Error::sandbox("snapshot needs a destination file path").into());
+        }
+        Ok(errors::guard(|| self.inner.snapshot(Path::new(&dest)))?)
+    }
+
+    #[napi]
+    pub fn restore(&self, src: String, max_bytes: Option<f64>) -> napi::Result<()> {
+        if src.is_empty() || src.contains('\0') {
+            return Err(Error::sandbox("restore needs a source file path").into());
+        }
+        let limit = nonnegative_bytes(max_bytes, "maxBytes")?.unwrap_or(snapshot::DEFAULT_RESTORE_LIMIT);
+        Ok(errors::guard(|| self.inner.restore(Path::new(&src), limit))?)
+    }
+}

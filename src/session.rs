@@ -1,0 +1,405 @@
+//! A sandbox session: its workspace, its private directory, and the calls that run boxes in it.
+
+use std::collections::HashMap;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::argv::{self, BoxSpec, DEPS_DIR, WORKSPACE};
+use crate::cleanup;
+use crate::errors::{Error, Result};
+use crate::fault::{self, Ending, Fault};
+use crate::options::{self, Config};
+use crate::output::ChunkFn;
+use crate::spawn::{self, Cancel, Launch, StopReason};
+use crate::track::{self, FileInfo};
+use crate::workspace::Workspace;
+
+/// Code longer than this goes through a workspace file instead of argv (ARG_MAX guard).
+const INLINE_CODE_MAX: usize = 128 * 1024;
+const SETUP_MIN_TIMEOUT_S: f64 = 120.0;
+
+/// An open session's resources.
+pub struct Opened {
+    pub ws: Workspace,
+    /// `<tmp>/kern-sbx-<pid>-<rand>`, mode 0700: env files, and the workspace when we own it.
+    private: PathBuf,
+    owns_workspace: bool,
+}
+
+/// What one call overrides, and how it reports.
+#[derive(Default)]
+pub struct CallOptions {
+    pub timeout_s: Option<f64>,
+    pub on_stdout: Option<ChunkFn>,
+    pub on_stderr: Option<ChunkFn>,
+    pub cancel: Option<Arc<Cancel>>,
+}
+
+/// What a call produced; the binding turns it into an `ExecutionResult`.
+pub struct Outcome {
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    pub exit_code: i32,
+    pub duration: Duration,
+    pub fault: Option<Fault>,
+    pub files: Vec<FileInfo>,
+    pub truncated: bool,
+}
+
+pub struct Session {
+    pub cfg: Config,
+    env_id: usize,
+    state: Mutex<Option<Arc<Opened>>>,
+    /// Serialises open/close against each other.
+    lifecycle: tokio::sync::Mutex<()>,
+    /// Cancellation handles of the calls in flight, so close() can stop them.
+    calls: Mutex<HashMap<u64, Arc<Cancel>>>,
+}
+
+fn random_hex(bytes: usize) -> String {
+    let mut b = vec![0u8; bytes];
+    if rustix::rand::getrandom(&mut b, rustix::rand::GetRandomFlags::empty()).is_err() {
+        // getrandom cannot fail on supported kernels; mix time and a counter if it ever does.
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static N: AtomicU64 = AtomicU64::new(0);
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        let x = t.as_nanos() as u64 ^ N.fetch_add(0x9e37_79b9, Ordering::Relaxed);
+        b.iter_mut().enumerate().for_each(|(i, v)| *v = (x >> ((i % 8) * 8)) as u8);
+    }
+    b.iter().map(|v| format!("{v:02x}")).collect()
+}
+
+impl Session {
+    pub fn new(cfg: Config, env_id: usize) -> Session {
+        Session {
+            cfg,
+            env_id,
+            state: Mutex::new(None),
+            lifecycle: tokio::sync::Mutex::new(()),
+            calls: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn opened(&self) -> Result<Arc<Opened>> {
+        self.state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .ok_or_else(|| Error::sandbox("open the Sandbox first: `await sandbox.open()` (or use withSandbox())."))
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).is_some()
+    }
+
+    pub fn workspace_path(&self) -> Option<PathBuf> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(|o| o.ws.path().to_path_buf())
+    }
+
+    pub async fn open(self: &Arc<Self>, sinks: CallOptions) -> Result<()> {
+        let _g = self.lifecycle.lock().await;
+        if self.is_open() {
+            return Ok(());
+        }
+        let me = self.clone();
+        let opened = blocking(move || me.prepare()).await?;
+        *self.state.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(opened));
+        if let Some(setup) = self.cfg.setup.clone() {
+            if let Err(e) = self.run_setup(&setup, sinks).await {
+                self.shut().await;
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Creates the private directory and resolves (or creates) the workspace.
+    fn prepare(&self) -> Result<Opened> {
+        let tmp = std::env::temp_dir();
+        cleanup::reclaim_stale(&tmp);
+        let private = tmp.join(format!("{}{}-{}", cleanup::SESSION_PREFIX, std::process::id(), random_hex(6)));
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&private)
+            .map_err(|e| Error::io(format!("cannot create {}", private.display()), e))?;
+        cleanup::track_dir(self.env_id, &private);
+        let ws = match &self.cfg.workspace {
+            None => {
+                let p = private.join("workspace");
+                std::fs::DirBuilder::new()
+                    .mode(0o755)
+                    .create(&p)
+                    .map_err(|e| Error::io(format!("cannot create {}", p.display()), e))?;
+                Ok((p, true))
+            }
+            Some(w) => user_workspace(w).map(|p| (p, false)),
+        }
+        .and_then(|(p, owned)| Ok((Workspace::open(&p)?, owned)));
+        match ws {
+            Ok((ws, owns_workspace)) => Ok(Opened { ws, private, owns_workspace }),
+            Err(e) => {
+                remove_private(&private);
+                Err(e)
+            }
+        }
+    }
+
+    /// Closes the session: stops calls still running, removes what we own. Idempotent.
+    pub async fn close(self: &Arc<Self>) {
+        let _g = self.lifecycle.lock().await;
+        self.shut().await;
+    }
+
+    async fn shut(&self) {
+        let opened = self.state.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let calls: Vec<Arc<Cancel>> = self.calls.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect();
+        for c in calls {
+            c.fire(StopReason::Closed);
+        }
+        if let Some(o) = opened {
+            let _ = blocking(move || {
+                remove_private(&o.private);
+                debug_assert!(o.owns_workspace || !o.ws.path().starts_with(&o.private));
+                Ok(())
+            })
+            .await;
+        }
+    }
+
+    async fn run_setup(self: &Arc<Self>, setup: &str, sinks: CallOptions) -> Result<()> {
+        let trimmed = setup.trim();
+        let script = match trimmed.strip_prefix("pip install ") {
+            Some(rest) => format!(
+                "pip install --target {WORKSPACE}/{DEPS_DIR} --no-cache-dir --disable-pip-version-check {rest}"
+            ),
+            None => setup.to_string(),
+        };
+        let opts = CallOptions {
+            timeout_s: Some(self.cfg.timeout_s.max(SETUP_MIN_TIMEOUT_S)),
+            ..sinks
+        };
+        let out = self.exec(vec!["sh".into(), "-c".into(), script], opts, true).await?;
+        if out.exit_code == 0 && out.fault.is_none() {
+            return Ok(());
+        }
+        let text = if out.stderr.iter().any(|b| !b.is_ascii_whitespace()) { &out.stderr } else { &out.stdout };
+        let text: String = String::from_utf8_lossy(text).trim().chars().take(400).collect();
+        Err(Error::sandbox(format!("setup failed (exit {}): {text}", out.exit_code)))
+    }
+
+    pub async fn run(self: &Arc<Self>, command: Vec<String>, opts: CallOptions) -> Result<Outcome> {
+        self.exec(command, opts, false).await
+    }
+
+    pub async fn run_code(self: &Arc<Self>, code: String, language: &str, opts: CallOptions) -> Result<Outcome> {
+        let (runner, flag, ext) = match language {
+            "python" => ("python3", "-c", "py"),
+            "bash" => ("sh", "-c", "sh"),
+            "node" => ("node", "-e", "js"),
+            other => {
+                return Err(Error::sandbox(format!(
+                    "unsupported language {other:?} (v1: 'python' | 'bash' | 'node')"
+                )))
+            }
+        };
+        if code.contains('\0') {
+            return Err(Error::sandbox("command/code must be strings with no NUL byte"));
+        }
+        if code.len() <= INLINE_CODE_MAX {
+            return self.exec(vec![runner.into(), flag.into(), code], opts, false).await;
+        }
+        let opened = self.opened()?;
+        let cell = format!(".cell-{}.{ext}", random_hex(4));
+        let (o, c) = (opened.clone(), cell.clone());
+        blocking(move || o.ws.write_file(&c, code.as_bytes())).await?;
+        let result = self.exec(vec![runner.into(), format!("{WORKSPACE}/{cell}")], opts, false).await;
+        let (o, c) = (opened, cell);
+        let _ = blocking(move || {
+            o.ws.remove_file(&c);
+            Ok(())
+        })
+        .await;
+        result
+    }
+
+    async fn exec(self: &Arc<Self>, command: Vec<String>, opts: CallOptions, setup: bool) -> Result<Outcome> {
+        if command.is_empty() {
+            return Err(Error::sandbox("run() needs a non-empty command array"));
+        }
+        if command.iter().any(|p| p.contains('\0')) {
+            return Err(Error::sandbox("command/code must be strings with no NUL byte"));
+        }
+        let env_body = self.cfg.env_file.clone().map_err(Error::Sandbox)?;
+        let opened = self.opened()?;
+        let timeout_s = opts.timeout_s.unwrap_or(self.cfg.timeout_s);
+        let cancel = opts.cancel.unwrap_or_default();
+        if cancel.reason().is_some() {
+            return Err(Error::Aborted);
+        }
+        let call_id = self.register_call(&cancel);
+        let _unregister = CallGuard { session: self, id: call_id };
+
+        let name = format!("jssbx-{}", random_hex(6));
+        let env_path = opened.private.join(format!("env-{name}"));
+        let track = self.cfg.track_files;
+        let deps_wanted = self.cfg.deps_readonly && !setup;
+        let (o, p) = (opened.clone(), env_path.clone());
+        let (before, deps_readonly) = blocking(move || {
+            write_private(&p, env_body.as_bytes())?;
+            let deps = deps_wanted && o.ws.path().join(DEPS_DIR).symlink_metadata().is_ok_and(|m| m.is_dir());
+            let before = if track { Some(track::index(&o.ws, &[])?) } else { None };
+            Ok((before, deps))
+        })
+        .await?;
+
+        let args = argv::box_argv(
+            &self.cfg,
+            &BoxSpec {
+                name: &name,
+                workspace: opened.ws.path(),
+                deps_readonly,
+                timeout_s,
+                setup,
+                env_file: Some(&env_path),
+                command: &command,
+            },
+        );
+        let run = spawn::run_box(Launch {
+            kern: &self.cfg.kern,
+            name: &name,
+            args,
+            enforce_limits: self.cfg.enforce_limits,
+            cap: self.cfg.max_output,
+            timeout: Duration::from_secs_f64(timeout_s),
+            on_stdout: opts.on_stdout,
+            on_stderr: opts.on_stderr,
+            cancel: &cancel,
+            env_id: self.env_id,
+        })
+        .await;
+
+        let o = opened.clone();
+        let files = blocking(move || {
+            let _ = std::fs::remove_file(&env_path);
+            match before {
+                Some(before) => Ok(track::diff(&before, &track::index(&o.ws, &[])?)),
+                None => Ok(Vec::new()),
+            }
+        })
+        .await;
+        let run = run?;
+        match run.stopped {
+            Some(StopReason::Aborted) => return Err(Error::Aborted),
+            Some(StopReason::Closed) => {
+                return Err(Error::sandbox("the sandbox was closed while the call was running"))
+            }
+            None => {}
+        }
+        let fault = fault::classify(&Ending {
+            exit_code: run.exit_code,
+            timed_out: run.timed_out,
+            timeout_s,
+            started: run.started,
+            stderr: &run.stderr.bytes,
+            survivors: run.survivors,
+        });
+        Ok(Outcome {
+            truncated: run.stdout.truncated || run.stderr.truncated,
+            stdout: run.stdout.bytes,
+            stderr: run.stderr.bytes,
+            exit_code: run.exit_code,
+            duration: run.duration,
+            fault,
+            files: files.unwrap_or_default(),
+        })
+    }
+
+    fn register_call(&self, cancel: &Arc<Cancel>) -> u64 {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        let id = NEXT.fetch_add(1, Ordering::Relaxed);
+        self.calls.lock().unwrap_or_else(|p| p.into_inner()).insert(id, cancel.clone());
+        id
+    }
+
+    pub async fn write_file(&self, rel: String, data: Vec<u8>) -> Result<()> {
+        let o = self.opened()?;
+        blocking(move || o.ws.write_file(&rel, &data)).await
+    }
+
+    pub async fn read_file(&self, rel: String, max_bytes: Option<u64>) -> Result<Vec<u8>> {
+        let o = self.opened()?;
+        blocking(move || o.ws.read_file(&rel, max_bytes)).await
+    }
+
+    pub async fn list_files(&self, sub: String) -> Result<Vec<FileInfo>> {
+        let o = self.opened()?;
+        blocking(move || {
+            let parts = options::normalize_rel(&sub)?;
+            track::list(&o.ws, &parts)
+        })
+        .await
+    }
+
+    pub fn snapshot(&self, dest: &Path) -> Result<()> {
+        crate::snapshot::snapshot(&self.opened()?.ws, dest)
+    }
+
+    pub fn restore(&self, src: &Path, limit: u64) -> Result<()> {
+        crate::snapshot::restore(&self.opened()?.ws, src, limit)
+    }
+}
+
+struct CallGuard<'a> {
+    session: &'a Session,
+    id: u64,
+}
+
+impl Drop for CallGuard<'_> {
+    fn drop(&mut self) {
+        self.session.calls.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.id);
+    }
+}
+
+/// A caller-named workspace: absolute, created when missing, canonical, not sensitive.
+fn user_workspace(w: &Path) -> Result<PathBuf> {
+    let shown = w.display().to_string();
+    if !w.is_absolute() {
+        return Err(Error::mount(format!("mount source must be an absolute host path, got {shown:?}")));
+    }
+    std::fs::create_dir_all(w).map_err(|e| Error::io(format!("cannot create the workspace {shown:?}"), e))?;
+    let real = std::fs::canonicalize(w).map_err(|_| Error::mount(format!("mount source does not exist: {shown:?}")))?;
+    options::check_source_not_sensitive(&real)?;
+    if real.as_os_str().as_encoded_bytes().contains(&b':') {
+        return Err(Error::mount(format!("workspace path contains ':': {shown:?}")));
+    }
+    Ok(real)
+}
+
+/// A 0600 file, created fresh (never through an existing entry).
+fn write_private(p: &Path, body: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(p)
+        .map_err(|e| Error::io(format!("cannot write the env file {}", p.display()), e))?;
+    f.write_all(body).map_err(|e| Error::io("cannot write the env file", e))
+}
+
+fn remove_private(dir: &Path) {
+    let _ = std::fs::remove_dir_all(dir);
+    cleanup::untrack_dir(dir);
+}
+
+/// Runs blocking filesystem work on tokio's blocking pool; a panic there becomes a SandboxError.
+pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    match tokio::task::spawn_blocking(move || crate::errors::guard(f)).await {
+        Ok(r) => r,
+        Err(e) => Err(Error::sandbox(format!("internal error: {e}"))),
+    }
+}

@@ -1,0 +1,287 @@
+//! Workspace checkpoints as plain `.tar.gz`: streamed out with the `tar` crate (GNU long names,
+//! interoperable with `tar xzf`), streamed back in with every member vetted and written through
+//! the same contained workspace I/O as `writeFile`.
+
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use flate2::{read::GzDecoder, write::GzEncoder, Compression};
+
+use crate::errors::{Error, Result};
+use crate::workspace::{Entry, Workspace};
+
+/// Default ceiling on the decompressed size `restore` will read (a gzip bomb stops here).
+pub const DEFAULT_RESTORE_LIMIT: u64 = 4 << 30;
+const IO_BUF: usize = 1 << 20;
+
+/// Writes a gzip tar of the workspace to `dest` (through a temp file renamed into place).
+pub fn snapshot(ws: &Workspace, dest: &Path) -> Result<()> {
+    let tmp = temp_beside(dest);
+    let out = File::options()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(|e| Error::io(format!("snapshot: cannot create {}", tmp.display()), e))?;
+    let result = write_archive(ws, &out, &tmp).and_then(|()| {
+        std::fs::rename(&tmp, dest)
+            .map_err(|e| Error::io(format!("snapshot: cannot write {}", dest.display()), e))
+    });
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+fn temp_beside(dest: &Path) -> PathBuf {
+    let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    dest.with_file_name(format!(".{name}.{}.partial", std::process::id()))
+}
+
+fn write_archive(ws: &Workspace, out: &File, out_path: &Path) -> Result<()> {
+    let own = out.metadata().map(|m| (m.dev(), m.ino())).ok();
+    let gz = GzEncoder::new(BufWriter::with_capacity(IO_BUF, out), Compression::new(1));
+    let mut tar = tar::Builder::new(gz);
+    let fail = |e: io::Error| Error::io(format!("snapshot: cannot write {}", out_path.display()), e);
+    ws.walk(&[], false, &mut |entry| match entry {
+        Entry::Dir { rel } => {
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(tar::EntryType::Directory);
+            h.set_mode(0o755);
+            h.set_size(0);
+            tar.append_data(&mut h, format!("{rel}/"), io::empty()).map_err(fail)
+        }
+        Entry::File { rel, dir, name, stat } => {
+            if own == Some((stat.st_dev, stat.st_ino)) {
+                return Ok(()); // the archive being written, when dest is inside the workspace
+            }
+            let file = match Workspace::open_in(dir, name) {
+                Ok(f) => f,
+                Err(_) => return Ok(()), // replaced by something else meanwhile: not a file now
+            };
+            let size = stat.st_size as u64;
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(tar::EntryType::Regular);
+            h.set_mode(if stat.st_mode & 0o111 != 0 { 0o755 } else { 0o644 });
+            h.set_mtime(stat.st_mtime.max(0) as u64);
+            h.set_size(size);
+            tar.append_data(&mut h, rel, Exact { inner: file.take(size), left: size }).map_err(fail)
+        }
+    })?;
+    let gz = tar.into_inner().map_err(fail)?;
+    let mut buf = gz.finish().map_err(fail)?;
+    buf.flush().map_err(fail)
+}
+
+/// Yields exactly `left` bytes: the file's own, then zeros if it shrank while being archived, so
+/// the header's size always matches what follows it.
+struct Exact<R> {
+    inner: R,
+    left: u64,
+}
+
+impl<R: Read> Read for Exact<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.left == 0 {
+            return Ok(0);
+        }
+        let want = buf.len().min(self.left as usize);
+        let mut n = self.inner.read(&mut buf[..want])?;
+        if n == 0 {
+            buf[..want].fill(0);
+            n = want;
+        }
+        self.left -= n as u64;
+        Ok(n)
+    }
+}
+
+/// Stops the stream once more than `limit` decompressed bytes have been read.
+struct Ceiling<R> {
+    inner: R,
+    left: u64,
+    limit: u64,
+}
+
+impl<R: Read> Read for Ceiling<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if n as u64 > self.left {
+            return Err(io::Error::other(CeilingHit(self.limit)));
+        }
+        self.left -= n as u64;
+        Ok(n)
+    }
+}
+
+#[derive(Debug)]
+struct CeilingHit(u64);
+impl std::fmt::Display for CeilingHit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the snapshot decompresses to more than {} bytes (the restore ceiling)", self.0)
+    }
+}
+impl std::error::Error for CeilingHit {}
+
+fn malformed(e: io::Error) -> Error {
+    match e.get_ref().and_then(|i| i.downcast_ref::<CeilingHit>()) {
+        Some(hit) => Error::sandbox(format!("restore refused: {hit}")),
+        None => Error::sandbox(format!("malformed snapshot: {e}")),
+    }
+}
+
+/// A member path made safe: relative, no `..`, split into components. `None` for the root itself.
+fn vet_path(raw: &[u8]) -> Result<Option<Vec<String>>> {
+    let name = std::str::from_utf8(raw)
+        .map_err(|_| Error::sandbox("unsafe path in snapshot: not valid UTF-8"))?;
+    if name.starts_with('/') || name.contains('\0') || name.contains('\\') {
+        return Err(Error::sandbox(format!("unsafe path in snapshot: {name:?}")));
+    }
+    let mut parts = Vec::new();
+    for c in name.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => return Err(Error::sandbox(format!("unsafe path in snapshot: {name:?}"))),
+            c => parts.push(c.to_string()),
+        }
+    }
+    Ok((!parts.is_empty()).then_some(parts))
+}
+
+/// Extracts `src` into the workspace. Members are vetted as they stream by: only regular files
+/// and directories, no absolute path, no `..`; a refusal stops the restore with a SandboxError
+/// (members before it stay restored).
+pub fn restore(ws: &Workspace, src: &Path, limit: u64) -> Result<()> {
+    let file = File::open(src)
+        .map_err(|e| Error::io(format!("restore: cannot open {}", src.display()), e))?;
+    let gz = GzDecoder::new(BufReader::with_capacity(IO_BUF, file));
+    let mut archive = tar::Archive::new(Ceiling { inner: gz, left: limit, limit });
+    let mut buf = vec![0u8; IO_BUF];
+    // The last parent directory opened, reused while members stay in it.
+    let mut parent: Option<(Vec<String>, OwnedFd)> = None;
+    for entry in archive.entries().map_err(malformed)? {
+        let mut entry = entry.map_err(malformed)?;
+        let kind = entry.header().entry_type();
+        if kind.is_pax_global_extensions() {
+            continue;
+        }
+        let Some(mut parts) = vet_path(&entry.path_bytes())? else { continue };
+        let shown = parts.join("/");
+        if kind.is_dir() {
+            ws.open_dir(&parts, true)
+                .map_err(|e| Error::io(format!("restore: cannot create directory {shown:?}"), e))?;
+            continue;
+        }
+        if !(kind.is_file() || kind == tar::EntryType::Continuous) {
+            return Err(Error::sandbox(format!(
+                "unsafe member type in snapshot (only files and directories): {shown:?}"
+            )));
+        }
+        let leaf = parts.pop().unwrap_or_default();
+        if parent.as_ref().is_none_or(|(p, _)| *p != parts) {
+            let fd = ws
+                .open_dir(&parts, true)
+                .map_err(|e| Error::io(format!("restore: cannot create the parent of {shown:?}"), e))?;
+            parent = Some((parts, fd));
+        }
+        let dir = parent.as_ref().map(|(_, fd)| fd.as_fd()).expect("parent set above");
+        let mode = entry.header().mode().map_or(0o644, |m| if m & 0o111 != 0 { 0o755 } else { 0o644 });
+        let mut out = Workspace::create_in(dir, &leaf, mode)
+            .map_err(|e| Error::io(format!("restore: cannot write {shown:?}"), e))?;
+        loop {
+            let n = match entry.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(malformed(e)),
+            };
+            out.write_all(&buf[..n])
+                .map_err(|e| Error::io(format!("restore: cannot write {shown:?}"), e))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ws() -> (tempfile::TempDir, Workspace) {
+        let d = tempfile::tempdir().unwrap();
+        let w = Workspace::open(d.path()).unwrap();
+        (d, w)
+    }
+
+    fn gz_tar(build: impl FnOnce(&mut tar::Builder<Vec<u8>>)) -> Vec<u8> {
+        let mut b = tar::Builder::new(Vec::new());
+        build(&mut b);
+        let raw = b.into_inner().unwrap();
+        let mut e = GzEncoder::new(Vec::new(), Compression::fast());
+        e.write_all(&raw).unwrap();
+        e.finish().unwrap()
+    }
+
+    #[test]
+    fn round_trip_with_long_names_and_empty_dirs() {
+        let (d, w) = ws();
+        let long = format!("{}/{}", "d".repeat(120), "f".repeat(150));
+        w.write_file(&long, b"deep").unwrap();
+        w.write_file("top.txt", b"top").unwrap();
+        std::fs::create_dir(d.path().join("empty")).unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let snap = out.path().join("s.tar.gz");
+        snapshot(&w, &snap).unwrap();
+
+        let (d2, w2) = ws();
+        restore(&w2, &snap, DEFAULT_RESTORE_LIMIT).unwrap();
+        assert_eq!(std::fs::read(d2.path().join(&long)).unwrap(), b"deep");
+        assert_eq!(std::fs::read(d2.path().join("top.txt")).unwrap(), b"top");
+        assert!(d2.path().join("empty").is_dir());
+        drop(d);
+    }
+
+    #[test]
+    fn hostile_members_are_refused() {
+        let cases: Vec<(&str, tar::EntryType)> = vec![
+            ("../evil", tar::EntryType::Regular),
+            ("a/../../evil", tar::EntryType::Regular),
+            ("link", tar::EntryType::Symlink),
+            ("hard", tar::EntryType::Link),
+            ("dev", tar::EntryType::Char),
+            ("fifo", tar::EntryType::Fifo),
+        ];
+        for (name, kind) in cases {
+            let data = gz_tar(|b| {
+                let mut h = tar::Header::new_gnu();
+                h.set_entry_type(kind);
+                h.set_size(0);
+                h.set_mode(0o644);
+                // set_path refuses `..`; write the raw name like a hostile tool would.
+                h.as_old_mut().name[..name.len()].copy_from_slice(name.as_bytes());
+                h.set_cksum();
+                b.append(&h, io::empty()).unwrap();
+            });
+            let (_d, w) = ws();
+            let f = tempfile::NamedTempFile::new().unwrap();
+            std::fs::write(f.path(), &data).unwrap();
+            assert!(restore(&w, f.path(), DEFAULT_RESTORE_LIMIT).is_err(), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_gzip_bomb_stops_at_the_ceiling() {
+        let data = gz_tar(|b| {
+            let mut h = tar::Header::new_gnu();
+            h.set_size(8 << 20);
+            h.set_mode(0o644);
+            b.append_data(&mut h, "big", io::repeat(0).take(8 << 20)).unwrap();
+        });
+        let (_d, w) = ws();
+        let f = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(f.path(), &data).unwrap();
+        let err = restore(&w, f.path(), 1 << 20).unwrap_err();
+        assert!(err.to_string().contains("ceiling"), "{err}");
+    }
+}

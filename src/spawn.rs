@@ -1,0 +1,411 @@
+//! Launching kern, owning its deadline, and tearing a box down so that nothing survives.
+//!
+//! kern is forked from one dedicated thread that lives as long as the process: the child gets
+//! `PR_SET_PDEATHSIG`, which fires when the *thread* that forked it exits, so forking from a tokio
+//! worker or blocking-pool thread (retired when idle) would kill a healthy box. The child runs in
+//! its own process group so one `killpg` reaches kern and everything it did not move elsewhere.
+
+use std::ffi::OsString;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{mpsc, OnceLock};
+use std::time::{Duration, Instant};
+
+use tokio::io::AsyncReadExt;
+use tokio::process::{Child, Command};
+use tokio::sync::{oneshot, Notify};
+
+use crate::cleanup;
+use crate::errors::{Error, Result};
+use crate::fault::Started;
+use crate::output::{pump, Captured, ChunkFn};
+
+// The teardown budgets add up to well under 2 s, so a timed-out call resolves within 2 s of its
+// deadline even when kern ignores signals (kern itself waits 10 s on a TERM-ignoring workload).
+/// How long kern gets to exit after `kern stop`, and again after its box is killed.
+const GRACE: Duration = Duration::from_millis(300);
+/// After the kill, how long we wait for kern to be reaped before resolving regardless.
+const REAP_BUDGET: Duration = Duration::from_millis(400);
+/// Each `kern ps` / second `kern stop` while confirming that nothing survived.
+const CONFIRM_BUDGET: Duration = Duration::from_millis(250);
+/// After kern exits, how long its pipes may stay open (held by a stray process) before we stop
+/// reading them.
+const DRAIN_BUDGET: Duration = Duration::from_millis(2000);
+
+/// Why a call is being torn down early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    Aborted = 1,
+    Closed = 2,
+}
+
+/// A cancellation flag a call can await.
+#[derive(Default)]
+pub struct Cancel {
+    reason: AtomicU8,
+    notify: Notify,
+}
+
+impl Cancel {
+    pub fn fire(&self, why: StopReason) {
+        let _ = self.reason.compare_exchange(0, why as u8, Ordering::AcqRel, Ordering::Acquire);
+        self.notify.notify_waiters();
+    }
+
+    pub fn reason(&self) -> Option<StopReason> {
+        match self.reason.load(Ordering::Acquire) {
+            1 => Some(StopReason::Aborted),
+            2 => Some(StopReason::Closed),
+            _ => None,
+        }
+    }
+
+    pub async fn fired(&self) {
+        loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.reason().is_some() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+pub struct Launch<'a> {
+    pub kern: &'a Path,
+    pub name: &'a str,
+    pub args: Vec<OsString>,
+    pub enforce_limits: bool,
+    pub cap: usize,
+    pub timeout: Duration,
+    pub on_stdout: Option<ChunkFn>,
+    pub on_stderr: Option<ChunkFn>,
+    pub cancel: &'a Cancel,
+    /// The napi env this call belongs to, for exit-time cleanup.
+    pub env_id: usize,
+}
+
+pub struct BoxRun {
+    pub exit_code: i32,
+    pub started: Started,
+    pub stdout: Captured,
+    pub stderr: Captured,
+    pub timed_out: bool,
+    pub stopped: Option<StopReason>,
+    pub survivors: Option<String>,
+    pub duration: Duration,
+}
+
+struct SpawnRequest {
+    cmd: Command,
+    rt: tokio::runtime::Handle,
+    reply: oneshot::Sender<std::io::Result<Child>>,
+}
+
+/// The forking thread: started once, never exits (its sender lives in a static).
+fn spawner() -> &'static std::sync::Mutex<mpsc::Sender<SpawnRequest>> {
+    static TX: OnceLock<std::sync::Mutex<mpsc::Sender<SpawnRequest>>> = OnceLock::new();
+    TX.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<SpawnRequest>();
+        std::thread::Builder::new()
+            .name("kern-sandbox-spawner".into())
+            .spawn(move || {
+                for mut req in rx {
+                    let _rt = req.rt.enter();
+                    let _ = req.reply.send(req.cmd.spawn());
+                }
+            })
+            .expect("spawn the kern-sandbox spawner thread");
+        std::sync::Mutex::new(tx)
+    })
+}
+
+async fn spawn_on_spawner(cmd: Command) -> std::io::Result<Child> {
+    let (reply, rx) = oneshot::channel();
+    let req = SpawnRequest { cmd, rt: tokio::runtime::Handle::current(), reply };
+    spawner()
+        .lock()
+        .map_err(|_| std::io::Error::other("spawner poisoned"))?
+        .send(req)
+        .map_err(|_| std::io::Error::other("spawner thread is gone"))?;
+    rx.await.map_err(|_| std::io::Error::other("spawner dropped the request"))?
+}
+
+fn kern_command(l: &Launch<'_>, started_w: &OwnedFd) -> Command {
+    let mut cmd = Command::new(l.kern);
+    cmd.args(&l.args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(false)
+        .env("KERN_STARTED_FD", started_w.as_raw_fd().to_string());
+    if !l.enforce_limits {
+        cmd.env("KERN_NO_SCOPE", "1");
+    }
+    let parent = std::process::id() as libc::pid_t;
+    let fd = started_w.as_raw_fd();
+    // SAFETY: only async-signal-safe calls between fork and exec; nothing allocates or locks.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent may have died before prctl took effect: then nobody would kill us.
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            // The started pipe is CLOEXEC everywhere else; only this child inherits it.
+            let flags = libc::fcntl(fd, libc::F_GETFD);
+            if flags < 0 || libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd
+}
+
+fn exit_code(status: std::process::ExitStatus) -> i32 {
+    status.code().or_else(|| status.signal().map(|s| 128 + s)).unwrap_or(-1)
+}
+
+pub async fn run_box(l: Launch<'_>) -> Result<BoxRun> {
+    let t0 = Instant::now();
+    let (started_r, started_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+        .map_err(|e| Error::io("could not create a pipe for kern", e.into()))?;
+    let cmd = kern_command(&l, &started_w);
+    let mut child = spawn_on_spawner(cmd).await.map_err(|e| {
+        Error::sandbox(format!("could not execute kern ({}): {e}", l.kern.display()))
+    })?;
+    drop(started_w);
+    let pgid = child.id().map(|p| p as i32).unwrap_or(0);
+    let _live = cleanup::track_box(l.env_id, pgid, l.name, l.kern);
+
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|v| *v).await;
+    };
+    let out = tokio::spawn(pump(child.stdout.take().expect("piped"), l.cap, l.on_stdout, stopped(stop_rx.clone())));
+    let err = tokio::spawn(pump(child.stderr.take().expect("piped"), l.cap, l.on_stderr, stopped(stop_rx.clone())));
+    let started = tokio::spawn(read_started(started_r, stopped(stop_rx)));
+
+    let mut timed_out = false;
+    let mut stop_reason = None;
+    let status = tokio::select! {
+        s = child.wait() => s.ok(),
+        _ = tokio::time::sleep(l.timeout) => { timed_out = true; None }
+        _ = l.cancel.fired() => { stop_reason = l.cancel.reason(); None }
+    };
+    let mut survivors = None;
+    let status = match status {
+        Some(s) => Some(s),
+        None => {
+            let reaped = teardown(l.kern, l.name, pgid, &mut child).await;
+            if reaped.is_none() {
+                // Still not reaped: keep waiting in the background so it never becomes a zombie.
+                tokio::spawn(async move {
+                    let _ = child.wait().await;
+                });
+            }
+            survivors = confirm_gone(l.kern, l.name, pgid).await;
+            reaped
+        }
+    };
+    // Give the pipes a bounded moment to reach EOF, then stop reading.
+    let drain = async {
+        let o = out.await.unwrap_or_default();
+        let e = err.await.unwrap_or_default();
+        let s = started.await.unwrap_or(Started::Silent);
+        (o, e, s)
+    };
+    tokio::pin!(drain);
+    let (stdout, stderr, started) = match tokio::time::timeout(DRAIN_BUDGET, &mut drain).await {
+        Ok(v) => v,
+        Err(_) => {
+            let _ = stop_tx.send(true);
+            drain.await
+        }
+    };
+    let exit_code = match (status, timed_out || stop_reason.is_some()) {
+        (Some(s), false) => exit_code(s),
+        (Some(s), true) => exit_code(s).max(crate::fault::EXIT_SIGKILL),
+        (None, _) => crate::fault::EXIT_SIGKILL,
+    };
+    Ok(BoxRun {
+        exit_code,
+        started,
+        stdout,
+        stderr,
+        timed_out,
+        stopped: stop_reason,
+        survivors,
+        duration: t0.elapsed(),
+    })
+}
+
+/// Reads kern's started signal (at most two bytes) until EOF.
+async fn read_started(fd: OwnedFd, stop: impl std::future::Future<Output = ()>) -> Started {
+    let Ok(mut rx) = tokio::net::unix::pipe::Receiver::from_owned_fd(fd) else {
+        return Started::Silent;
+    };
+    let mut got = Vec::with_capacity(2);
+    let mut buf = [0u8; 8];
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            r = rx.read(&mut buf) => match r {
+                Ok(0) | Err(_) => break,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+            },
+            _ = &mut stop => break,
+        }
+        if got.len() >= 2 {
+            break;
+        }
+    }
+    Started::from_bytes(&got)
+}
+
+/// Ends a box early: `kern stop NAME` first (kern's own, graceful path); if kern has not exited
+/// shortly, SIGKILL the box side of kern's process group so kern can reap it and exit by itself
+/// (no orphans left to init); finally SIGKILL the whole group. Returns kern's exit status if it
+/// was reaped within the budget.
+async fn teardown(kern: &Path, name: &str, pgid: i32, child: &mut Child) -> Option<std::process::ExitStatus> {
+    let stop = stop_command(kern, name);
+    let mut reaped = tokio::time::timeout(GRACE, child.wait()).await.ok().and_then(|r| r.ok());
+    if reaped.is_none() {
+        for pid in group_members(pgid).into_iter().filter(|p| *p != pgid) {
+            // SAFETY: plain syscall on a pid we just saw in kern's group.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        reaped = tokio::time::timeout(GRACE, child.wait()).await.ok().and_then(|r| r.ok());
+    }
+    kill_group(pgid);
+    if reaped.is_none() {
+        reaped = tokio::time::timeout(REAP_BUDGET, child.wait()).await.ok().and_then(|r| r.ok());
+    }
+    drop(stop); // kill_on_drop: a `kern stop` still waiting on a TERM-ignoring box is ended
+    reaped
+}
+
+fn stop_command(kern: &Path, name: &str) -> Option<Child> {
+    Command::new(kern)
+        .args(["stop", name])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .ok()
+}
+
+/// Live (non-zombie) members of process group `pgid`, from /proc. Zombies are dead already;
+/// orphaned ones wait for init to reap them.
+fn group_members(pgid: i32) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()))
+        .filter(|pid| {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
+            let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else { return false };
+            let mut f = rest.split_whitespace();
+            let state = f.next().unwrap_or("Z");
+            let pgrp = f.nth(1).and_then(|g| g.parse::<i32>().ok());
+            pgrp == Some(pgid) && state != "Z" && state != "X"
+        })
+        .collect()
+}
+
+async fn stop_box(kern: &Path, name: &str, budget: Duration) {
+    if let Some(mut s) = stop_command(kern, name) {
+        let _ = tokio::time::timeout(budget, s.wait()).await;
+    }
+}
+
+pub fn kill_group(pgid: i32) {
+    if pgid > 1 {
+        // SAFETY: plain syscall; a vanished group just returns ESRCH.
+        unsafe {
+            libc::kill(-pgid, libc::SIGKILL);
+        }
+    }
+}
+
+fn group_alive(pgid: i32) -> bool {
+    pgid > 1 && !group_members(pgid).is_empty()
+}
+
+/// After a teardown: is anything of the box still alive? `None` when all is gone, else what
+/// survived (after one more round of killing).
+async fn confirm_gone(kern: &Path, name: &str, pgid: i32) -> Option<String> {
+    let mut left = Vec::new();
+    for _ in 0..5 {
+        if !group_alive(pgid) {
+            break;
+        }
+        kill_group(pgid);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    if group_alive(pgid) {
+        left.push(format!("processes in group {pgid} survived SIGKILL"));
+    }
+    if listed_by_kern(kern, name).await {
+        stop_box(kern, name, CONFIRM_BUDGET).await;
+        if listed_by_kern(kern, name).await {
+            left.push(format!("kern still lists box {name} after `kern stop`"));
+        }
+    }
+    (!left.is_empty()).then(|| left.join("; "))
+}
+
+async fn listed_by_kern(kern: &Path, name: &str) -> bool {
+    let ps = Command::new(kern)
+        .args(["ps", "--json"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    match tokio::time::timeout(CONFIRM_BUDGET, ps).await {
+        Ok(Ok(o)) => {
+            let needle = format!("\"{name}\"");
+            o.status.success() && String::from_utf8_lossy(&o.stdout).contains(&needle)
+        }
+        _ => false,
+    }
+}
+
+/// Synchronous teardown for process exit: `kern stop` for every box in parallel (bounded), then
+/// SIGKILL to every group.
+pub fn teardown_all_blocking(boxes: Vec<(i32, String, PathBuf)>) {
+    let deadline = Instant::now() + Duration::from_millis(1500);
+    let mut stops: Vec<std::process::Child> = boxes
+        .iter()
+        .filter_map(|(_, name, kern)| {
+            std::process::Command::new(kern)
+                .args(["stop", name])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .ok()
+        })
+        .collect();
+    while !stops.is_empty() && Instant::now() < deadline {
+        stops.retain_mut(|c| !matches!(c.try_wait(), Ok(Some(_)) | Err(_)));
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for mut c in stops {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    for (pgid, _, _) in boxes {
+        kill_group(pgid);
+    }
+}
