@@ -29,7 +29,11 @@ function loadNative() {
   }
 }
 
-const { NativeSandbox } = loadNative()
+const native = loadNative()
+const { NativeSandbox } = native
+// process.exit() skips napi's env cleanup hooks; the 'exit' event still fires, so boxes and
+// temp workspaces are cleaned up from here too (a normal exit runs both; the second is a no-op).
+process.once('exit', () => native.cleanupNow())
 
 const DEFAULT_IMAGE = 'python:3.12-slim'
 /** Options whose `null` means "no cap" rather than "default". */

@@ -96,6 +96,13 @@ fn hook_env(env: &Env) -> usize {
     id
 }
 
+/// Stops this env's running boxes and removes its session directories now. index.js calls it
+/// from `process.on('exit')`: `process.exit()` skips napi's env cleanup hooks.
+#[napi]
+pub fn cleanup_now(env: Env) {
+    cleanup::on_env_exit(env.raw() as usize);
+}
+
 fn nonnegative_bytes(v: Option<f64>, what: &str) -> napi::Result<Option<u64>> {
     match v {
         None => Ok(None),
