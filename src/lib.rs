@@ -7,6 +7,7 @@ mod argv;
 mod cleanup;
 mod errors;
 mod fault;
+mod launch;
 mod locate;
 mod options;
 mod output;

@@ -7,7 +7,6 @@
 
 use std::ffi::OsString;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -15,12 +14,14 @@ use std::sync::{mpsc, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio::io::AsyncReadExt;
+use tokio::net::unix::pipe;
 use tokio::process::{Child, Command};
 use tokio::sync::{oneshot, Notify};
 
 use crate::cleanup;
 use crate::errors::{Error, Result};
 use crate::fault::Started;
+use crate::launch::{self, Reaper, Spawned};
 use crate::output::{pump, Captured, ChunkFn};
 
 // The teardown budgets add up to well under 2 s, so a timed-out call resolves within 2 s of its
@@ -102,9 +103,11 @@ pub struct BoxRun {
 }
 
 struct SpawnRequest {
-    cmd: Command,
-    rt: tokio::runtime::Handle,
-    reply: oneshot::Sender<std::io::Result<Child>>,
+    program: PathBuf,
+    args: Vec<OsString>,
+    env: Vec<(&'static str, String)>,
+    keep_fd: OwnedFd,
+    reply: oneshot::Sender<std::io::Result<Spawned>>,
 }
 
 /// The forking thread: started once, never exits (its sender lives in a static).
@@ -115,9 +118,16 @@ fn spawner() -> &'static std::sync::Mutex<mpsc::Sender<SpawnRequest>> {
         std::thread::Builder::new()
             .name("kern-sandbox-spawner".into())
             .spawn(move || {
-                for mut req in rx {
-                    let _rt = req.rt.enter();
-                    let _ = req.reply.send(req.cmd.spawn());
+                launch::block_signals_on_this_thread();
+                for req in rx {
+                    let spec = launch::Spec {
+                        program: req.program.as_os_str(),
+                        args: &req.args,
+                        env: &req.env,
+                        keep_fd: req.keep_fd.as_raw_fd(),
+                    };
+                    let _ = req.reply.send(launch::spawn(&spec));
+                    // Our copy of the started pipe's write end closes here, so EOF means kern.
                 }
             })
             .expect("spawn the kern-sandbox spawner thread");
@@ -125,9 +135,20 @@ fn spawner() -> &'static std::sync::Mutex<mpsc::Sender<SpawnRequest>> {
     })
 }
 
-async fn spawn_on_spawner(cmd: Command) -> std::io::Result<Child> {
+/// Starts kern from the spawner thread, handing it the started pipe's write end.
+async fn spawn_kern(l: &Launch<'_>, started_w: OwnedFd) -> std::io::Result<Spawned> {
+    let mut env = vec![("KERN_STARTED_FD", started_w.as_raw_fd().to_string())];
+    if !l.enforce_limits {
+        env.push(("KERN_NO_SCOPE", "1".to_string()));
+    }
     let (reply, rx) = oneshot::channel();
-    let req = SpawnRequest { cmd, rt: tokio::runtime::Handle::current(), reply };
+    let req = SpawnRequest {
+        program: l.kern.to_path_buf(),
+        args: l.args.clone(),
+        env,
+        keep_fd: started_w,
+        reply,
+    };
     spawner()
         .lock()
         .map_err(|_| std::io::Error::other("spawner poisoned"))?
@@ -136,69 +157,33 @@ async fn spawn_on_spawner(cmd: Command) -> std::io::Result<Child> {
     rx.await.map_err(|_| std::io::Error::other("spawner dropped the request"))?
 }
 
-fn kern_command(l: &Launch<'_>, started_w: &OwnedFd) -> Command {
-    let mut cmd = Command::new(l.kern);
-    cmd.args(&l.args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(false)
-        .env("KERN_STARTED_FD", started_w.as_raw_fd().to_string());
-    if !l.enforce_limits {
-        cmd.env("KERN_NO_SCOPE", "1");
-    }
-    let parent = std::process::id() as libc::pid_t;
-    let fd = started_w.as_raw_fd();
-    // SAFETY: only async-signal-safe calls between fork and exec; nothing allocates or locks.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // The parent may have died before prctl took effect: then nobody would kill us.
-            if libc::getppid() != parent {
-                libc::_exit(1);
-            }
-            // The started pipe is CLOEXEC everywhere else; only this child inherits it.
-            let flags = libc::fcntl(fd, libc::F_GETFD);
-            if flags < 0 || libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    cmd
-}
-
-fn exit_code(status: std::process::ExitStatus) -> i32 {
-    status.code().or_else(|| status.signal().map(|s| 128 + s)).unwrap_or(-1)
-}
-
 pub async fn run_box(l: Launch<'_>) -> Result<BoxRun> {
     let t0 = Instant::now();
     let (started_r, started_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
         .map_err(|e| Error::io("could not create a pipe for kern", e.into()))?;
-    let cmd = kern_command(&l, &started_w);
-    let mut child = spawn_on_spawner(cmd).await.map_err(|e| {
+    let spawned = spawn_kern(&l, started_w).await.map_err(|e| {
         Error::sandbox(format!("could not execute kern ({}): {e}", l.kern.display()))
     })?;
-    drop(started_w);
-    let pgid = child.id().map(|p| p as i32).unwrap_or(0);
+    let pgid = spawned.pid;
+    let mut child = Reaper::new(spawned.pid);
     let _live = cleanup::track_box(l.env_id, pgid, l.name, l.kern);
+    let stdout = pipe::Receiver::from_owned_fd(spawned.stdout)
+        .map_err(|e| Error::io("could not read kern's stdout", e))?;
+    let stderr = pipe::Receiver::from_owned_fd(spawned.stderr)
+        .map_err(|e| Error::io("could not read kern's stderr", e))?;
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|v| *v).await;
     };
-    let out = tokio::spawn(pump(child.stdout.take().expect("piped"), l.cap, l.on_stdout, stopped(stop_rx.clone())));
-    let err = tokio::spawn(pump(child.stderr.take().expect("piped"), l.cap, l.on_stderr, stopped(stop_rx.clone())));
+    let out = tokio::spawn(pump(stdout, l.cap, l.on_stdout, stopped(stop_rx.clone())));
+    let err = tokio::spawn(pump(stderr, l.cap, l.on_stderr, stopped(stop_rx.clone())));
     let started = tokio::spawn(read_started(started_r, stopped(stop_rx)));
 
     let mut timed_out = false;
     let mut stop_reason = None;
     let status = tokio::select! {
-        s = child.wait() => s.ok(),
+        s = child.wait() => Some(s),
         _ = tokio::time::sleep(l.timeout) => { timed_out = true; None }
         _ = l.cancel.fired() => { stop_reason = l.cancel.reason(); None }
     };
@@ -207,12 +192,7 @@ pub async fn run_box(l: Launch<'_>) -> Result<BoxRun> {
         Some(s) => Some(s),
         None => {
             let reaped = teardown(l.kern, l.name, pgid, &mut child).await;
-            if reaped.is_none() {
-                // Still not reaped: keep waiting in the background so it never becomes a zombie.
-                tokio::spawn(async move {
-                    let _ = child.wait().await;
-                });
-            }
+            // Not reaped yet: dropping the Reaper finishes the wait in the background.
             survivors = confirm_gone(l.kern, l.name, pgid).await;
             reaped
         }
@@ -233,8 +213,8 @@ pub async fn run_box(l: Launch<'_>) -> Result<BoxRun> {
         }
     };
     let exit_code = match (status, timed_out || stop_reason.is_some()) {
-        (Some(s), false) => exit_code(s),
-        (Some(s), true) => exit_code(s).max(crate::fault::EXIT_SIGKILL),
+        (Some(s), false) => launch::exit_code(s),
+        (Some(s), true) => launch::exit_code(s).max(crate::fault::EXIT_SIGKILL),
         (None, _) => crate::fault::EXIT_SIGKILL,
     };
     Ok(BoxRun {
@@ -251,7 +231,7 @@ pub async fn run_box(l: Launch<'_>) -> Result<BoxRun> {
 
 /// Reads kern's started signal (at most two bytes) until EOF.
 async fn read_started(fd: OwnedFd, stop: impl std::future::Future<Output = ()>) -> Started {
-    let Ok(mut rx) = tokio::net::unix::pipe::Receiver::from_owned_fd(fd) else {
+    let Ok(mut rx) = pipe::Receiver::from_owned_fd(fd) else {
         return Started::Silent;
     };
     let mut got = Vec::with_capacity(2);
@@ -276,19 +256,19 @@ async fn read_started(fd: OwnedFd, stop: impl std::future::Future<Output = ()>) 
 /// shortly, SIGKILL the box side of kern's process group so kern can reap it and exit by itself
 /// (no orphans left to init); finally SIGKILL the whole group. Returns kern's exit status if it
 /// was reaped within the budget.
-async fn teardown(kern: &Path, name: &str, pgid: i32, child: &mut Child) -> Option<std::process::ExitStatus> {
+async fn teardown(kern: &Path, name: &str, pgid: i32, child: &mut Reaper) -> Option<i32> {
     let stop = stop_command(kern, name);
-    let mut reaped = tokio::time::timeout(GRACE, child.wait()).await.ok().and_then(|r| r.ok());
+    let mut reaped = tokio::time::timeout(GRACE, child.wait()).await.ok();
     if reaped.is_none() {
         for pid in group_members(pgid).into_iter().filter(|p| *p != pgid) {
             // SAFETY: plain syscall on a pid we just saw in kern's group.
             unsafe { libc::kill(pid, libc::SIGKILL) };
         }
-        reaped = tokio::time::timeout(GRACE, child.wait()).await.ok().and_then(|r| r.ok());
+        reaped = tokio::time::timeout(GRACE, child.wait()).await.ok();
     }
     kill_group(pgid);
     if reaped.is_none() {
-        reaped = tokio::time::timeout(REAP_BUDGET, child.wait()).await.ok().and_then(|r| r.ok());
+        reaped = tokio::time::timeout(REAP_BUDGET, child.wait()).await.ok();
     }
     drop(stop); // kill_on_drop: a `kern stop` still waiting on a TERM-ignoring box is ended
     reaped
