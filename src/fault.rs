@@ -123,6 +123,24 @@ fn kern_startup_error(stderr: &[u8]) -> Option<String> {
     Some(lines[first..].join("\n").trim().chars().take(500).collect())
 }
 
+/// kern's own notices on stderr (warnings about caps, uid maps, profiles): not the workload's.
+fn is_kern_notice(line: &str) -> bool {
+    let l = line.trim_start();
+    l.starts_with("kern: warning:")
+        || l.starts_with("kern: note:")
+        || (l.starts_with("kern: ") && l.contains("not enforced"))
+        || l.starts_with("kern: security-profile=")
+}
+
+/// `stderr` without kern's notices, for messages that should show the workload's own error.
+pub fn without_kern_notices(stderr: &[u8]) -> String {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .filter(|l| !is_kern_notice(l))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 fn fmt_secs(s: f64) -> String {
     if s.fract() == 0.0 {
         format!("{}", s as u64)
@@ -192,6 +210,12 @@ mod tests {
         assert_eq!(f.kind, "timeout");
         assert!(f.message.starts_with("exceeded the 1.5s time limit"));
         assert!(f.message.ends_with("process group 12 survived"));
+    }
+
+    #[test]
+    fn notices_are_dropped_from_messages() {
+        let text = format!("{WARN}kern: note: single-uid map\nboom\n");
+        assert_eq!(without_kern_notices(text.as_bytes()), "boom");
     }
 
     #[test]

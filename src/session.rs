@@ -184,8 +184,9 @@ impl Session {
         if out.exit_code == 0 && out.fault.is_none() {
             return Ok(());
         }
-        let text = if out.stderr.iter().any(|b| !b.is_ascii_whitespace()) { &out.stderr } else { &out.stdout };
-        let text: String = String::from_utf8_lossy(text).trim().chars().take(400).collect();
+        let stderr = fault::without_kern_notices(&out.stderr);
+        let text = if stderr.trim().is_empty() { String::from_utf8_lossy(&out.stdout).into_owned() } else { stderr };
+        let text: String = text.trim().chars().take(400).collect();
         Err(Error::sandbox(format!("setup failed (exit {}): {text}", out.exit_code)))
     }
 
