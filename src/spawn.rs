@@ -29,9 +29,11 @@ use crate::output::{pump, Captured, ChunkFn};
 /// How long kern gets to exit after `kern stop`, and again after its box is killed.
 const GRACE: Duration = Duration::from_millis(300);
 /// After the kill, how long we wait for kern to be reaped before resolving regardless.
-const REAP_BUDGET: Duration = Duration::from_millis(400);
+const REAP_BUDGET: Duration = Duration::from_millis(300);
 /// Each `kern ps` / second `kern stop` while confirming that nothing survived.
-const CONFIRM_BUDGET: Duration = Duration::from_millis(250);
+const CONFIRM_BUDGET: Duration = Duration::from_millis(200);
+/// After a teardown, how long the pipes may stay open before we stop reading them.
+const DRAIN_AFTER_KILL: Duration = Duration::from_millis(300);
 /// After kern exits, how long its pipes may stay open (held by a stray process) before we stop
 /// reading them.
 const DRAIN_BUDGET: Duration = Duration::from_millis(2000);
@@ -205,7 +207,8 @@ pub async fn run_box(l: Launch<'_>) -> Result<BoxRun> {
         (o, e, s)
     };
     tokio::pin!(drain);
-    let (stdout, stderr, started) = match tokio::time::timeout(DRAIN_BUDGET, &mut drain).await {
+    let budget = if timed_out || stop_reason.is_some() { DRAIN_AFTER_KILL } else { DRAIN_BUDGET };
+    let (stdout, stderr, started) = match tokio::time::timeout(budget, &mut drain).await {
         Ok(v) => v,
         Err(_) => {
             let _ = stop_tx.send(true);
