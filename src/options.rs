@@ -348,12 +348,24 @@ fn check_apparmor(p: String) -> Result<String> {
 fn env_file_body(env: Vec<EnvInput>) -> std::result::Result<String, String> {
     let mut body = String::new();
     let mut has_pythonpath = false;
+    // kern reads the file line by line, trimmed, skipping `#` comments: refuse what it would
+    // read differently instead of letting a value change on the way.
     for EnvInput { key, value } in env {
-        if key.is_empty() || key.contains(['=', '\n', '\r', '\0']) {
-            return Err(format!("env var name {key:?} must be non-empty with no '=', newline or NUL"));
+        if key.is_empty()
+            || key.contains(['=', '\n', '\r', '\0'])
+            || key.starts_with('#')
+            || key.trim() != key
+        {
+            return Err(format!(
+                "env var name {key:?} must be non-empty, with no '=', newline, NUL, leading '#' \
+                 or surrounding whitespace"
+            ));
         }
         if value.contains(['\n', '\r', '\0']) {
             return Err(format!("env var {key:?} must not contain a newline or NUL"));
+        }
+        if value.trim_end() != value {
+            return Err(format!("env var {key:?} must not end in whitespace (kern would trim it)"));
         }
         has_pythonpath |= key == "PYTHONPATH";
         body.push_str(&key);
@@ -396,7 +408,7 @@ pub fn validate_mount(source: &str, target: &str) -> Result<(PathBuf, String)> {
             "cannot mount over the box's essential mount {norm:?}"
         )));
     }
-    if !source.starts_with('/') || source.contains('\0') {
+    if !source.starts_with('/') || source.contains(['\0', ',', '\n']) {
         return Err(Error::mount(format!(
             "mount source must be an absolute host path, got {source:?}"
         )));
@@ -493,6 +505,10 @@ mod tests {
         assert_eq!(body, "PYTHONPATH=/x\n");
         assert!(env_file_body(vec![EnvInput { key: "A".into(), value: "x\ny".into() }]).is_err());
         assert!(env_file_body(vec![EnvInput { key: "A=B".into(), value: "x".into() }]).is_err());
+        assert!(env_file_body(vec![EnvInput { key: "#A".into(), value: "x".into() }]).is_err());
+        assert!(env_file_body(vec![EnvInput { key: " A".into(), value: "x".into() }]).is_err());
+        assert!(env_file_body(vec![EnvInput { key: "A".into(), value: "x ".into() }]).is_err());
+        assert!(env_file_body(vec![EnvInput { key: "A".into(), value: " x".into() }]).is_ok());
     }
 
     #[test]

@@ -132,6 +132,17 @@ fn malformed(e: io::Error) -> Error {
     }
 }
 
+/// Opens `src` for reading only if it is a regular file, without blocking on a FIFO.
+fn open_regular(src: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = File::options().read(true).custom_flags(libc::O_NONBLOCK).open(src)?;
+    if !f.metadata()?.is_file() {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"));
+    }
+    rustix::fs::fcntl_setfl(&f, rustix::fs::OFlags::RDONLY)?;
+    Ok(f)
+}
+
 /// A member path made safe: relative, no `..`, split into components. `None` for the root itself.
 fn vet_path(raw: &[u8]) -> Result<Option<Vec<String>>> {
     let name = std::str::from_utf8(raw)
@@ -154,7 +165,7 @@ fn vet_path(raw: &[u8]) -> Result<Option<Vec<String>>> {
 /// and directories, no absolute path, no `..`; a refusal stops the restore with a SandboxError
 /// (members before it stay restored).
 pub fn restore(ws: &Workspace, src: &Path, limit: u64) -> Result<()> {
-    let file = File::open(src)
+    let file = open_regular(src)
         .map_err(|e| Error::io(format!("restore: cannot open {}", src.display()), e))?;
     let gz = GzDecoder::new(BufReader::with_capacity(IO_BUF, file));
     let mut archive = tar::Archive::new(Ceiling { inner: gz, left: limit, limit });

@@ -39,7 +39,15 @@ pub fn index(ws: &Workspace, sub: &[String]) -> Result<Index> {
     Ok(out)
 }
 
+/// What `listFiles` reports: a subdirectory that does not exist (yet) lists as empty, as in 0.1.1.
 pub fn list(ws: &Workspace, sub: &[String]) -> Result<Vec<FileInfo>> {
+    if !sub.is_empty() {
+        if let Err(e) = ws.open_dir(sub, false) {
+            if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) {
+                return Ok(Vec::new());
+            }
+        }
+    }
     let mut files: Vec<FileInfo> = index(ws, sub)?
         .into_iter()
         .map(|(path, m)| FileInfo { path, size: m.size as f64, change: "created".into() })

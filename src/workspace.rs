@@ -57,6 +57,9 @@ fn describe(what: &str, rel: &str, e: io::Error) -> Error {
     Error::sandbox(msg)
 }
 
+/// Without `maxBytes`, readFile refuses files larger than this: a Node Buffer holds at most 4 GiB.
+pub const MAX_READ: u64 = 4 << 30;
+
 /// An open workspace: its canonical path and a directory fd every operation starts from.
 #[derive(Debug)]
 pub struct Workspace {
@@ -153,18 +156,29 @@ impl Workspace {
         let dir = self.open_dir(&parents, false).map_err(|e| describe("cannot read", rel, e))?;
         let f = Self::open_in(dir.as_fd(), &leaf).map_err(|e| describe("cannot read", rel, e))?;
         let size = f.metadata().map(|m| m.len()).unwrap_or(0);
-        if let Some(max) = max_bytes {
-            if size > max {
-                return Err(Error::sandbox(format!(
-                    "cannot read {rel:?}: the file is {size} bytes, over maxBytes ({max})"
-                )));
-            }
+        let max = max_bytes.unwrap_or(MAX_READ);
+        if size > max {
+            return Err(Error::sandbox(format!(
+                "cannot read {rel:?}: the file is {size} bytes, over the {max}-byte read limit"
+            )));
         }
-        let limit = max_bytes.map_or(u64::MAX, |m| m + 1);
-        let mut out = Vec::with_capacity(size as usize);
-        f.take(limit).read_to_end(&mut out).map_err(|e| describe("cannot read", rel, e))?;
-        if max_bytes.is_some_and(|m| out.len() as u64 > m) {
-            return Err(Error::sandbox(format!("cannot read {rel:?}: the file grew past maxBytes")));
+        // The size is the box's to choose: never allocate from it up front beyond a chunk, and
+        // grow with try_reserve so memory pressure is an error, not an abort of Node.
+        let mut out: Vec<u8> = Vec::new();
+        let mut f = f.take(max + 1);
+        let mut chunk = vec![0u8; (size.min(1 << 20) as usize).max(8192)];
+        loop {
+            let n = match f.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(describe("cannot read", rel, e)),
+            };
+            out.try_reserve(n).map_err(|_| Error::sandbox(format!("cannot read {rel:?}: out of memory")))?;
+            out.extend_from_slice(&chunk[..n]);
+        }
+        if out.len() as u64 > max {
+            return Err(Error::sandbox(format!("cannot read {rel:?}: the file grew past the read limit")));
         }
         Ok(out)
     }
@@ -188,7 +202,9 @@ pub enum Entry<'a> {
 impl Workspace {
     /// Walks the tree below `sub` depth-first, never following a symlink and skipping symlinks,
     /// sockets, FIFOs and devices. With `skip_deps`, directories named `.deps` are not entered.
-    /// Entries are visited in name order so results are deterministic.
+    /// Entries come in name order. Only the directories on the current path are open, so a
+    /// wide tree cannot exhaust our fds; a directory that cannot be opened for another reason
+    /// than vanishing or being swapped for a non-directory is an error, never a silent skip.
     pub fn walk(
         &self,
         sub: &[String],
@@ -198,54 +214,74 @@ impl Workspace {
         let top = self
             .open_dir(sub, false)
             .map_err(|e| describe("cannot list", &sub.join("/"), e))?;
-        let mut stack: Vec<(OwnedFd, String)> = vec![(top, sub.join("/"))];
-        while let Some((dirfd, prefix)) = stack.pop() {
-            let mut names: Vec<(String, FileType)> = Vec::new();
-            let Ok(dir) = rustix::fs::Dir::read_from(&dirfd) else { continue };
-            for ent in dir.flatten() {
-                let name = ent.file_name().to_bytes();
-                if name == b"." || name == b".." {
-                    continue;
-                }
-                names.push((String::from_utf8_lossy(name).into_owned(), ent.file_type()));
+        let mut stack = vec![Frame::read(top, sub.join("/"))?];
+        loop {
+            let depth = stack.len();
+            let Some(frame) = stack.last_mut() else { break };
+            let Some((name, ty)) = frame.names.pop() else {
+                stack.pop();
+                continue;
+            };
+            let rel = if frame.prefix.is_empty() { name.clone() } else { format!("{}/{name}", frame.prefix) };
+            if !matches!(ty, FileType::Directory | FileType::RegularFile | FileType::Unknown) {
+                continue;
             }
-            names.sort_unstable_by(|a, b| b.0.cmp(&a.0));
-            let mut subdirs = Vec::new();
-            for (name, ty) in names.into_iter().rev() {
-                let rel = if prefix.is_empty() { name.clone() } else { format!("{prefix}/{name}") };
-                let stat = match ty {
-                    FileType::Directory | FileType::RegularFile | FileType::Unknown => {
-                        match rustix::fs::statat(&dirfd, name.as_str(), rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {
-                            Ok(s) => s,
-                            Err(_) => continue, // vanished meanwhile
-                        }
-                    }
-                    _ => continue,
-                };
-                match FileType::from_raw_mode(stat.st_mode) {
-                    FileType::Directory => {
-                        if skip_deps && name == crate::argv::DEPS_DIR {
-                            continue;
-                        }
-                        visit(Entry::Dir { rel: &rel })?;
-                        let flags = OFlags::RDONLY | OFlags::DIRECTORY;
-                        if let Ok(fd) = open_beneath(dirfd.as_fd(), &name, flags, Mode::empty()) {
-                            subdirs.push((fd, rel));
-                        }
-                    }
-                    FileType::RegularFile => visit(Entry::File {
-                        rel: &rel,
-                        dir: dirfd.as_fd(),
-                        name: &name,
-                        stat: &stat,
-                    })?,
-                    _ => {}
+            let Ok(stat) = rustix::fs::statat(&frame.fd, name.as_str(), rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+            else {
+                continue; // vanished meanwhile
+            };
+            match FileType::from_raw_mode(stat.st_mode) {
+                FileType::RegularFile => {
+                    visit(Entry::File { rel: &rel, dir: frame.fd.as_fd(), name: &name, stat: &stat })?
                 }
+                FileType::Directory if !(skip_deps && name == crate::argv::DEPS_DIR) => {
+                    visit(Entry::Dir { rel: &rel })?;
+                    if depth >= MAX_DEPTH {
+                        return Err(Error::sandbox(format!(
+                            "the workspace is nested deeper than {MAX_DEPTH} directories at {rel:?}"
+                        )));
+                    }
+                    let flags = OFlags::RDONLY | OFlags::DIRECTORY;
+                    match open_beneath(frame.fd.as_fd(), &name, flags, Mode::empty()) {
+                        Ok(fd) => {
+                            let next = Frame::read(fd, rel)?;
+                            stack.push(next);
+                        }
+                        // Removed, or swapped for a symlink or file, since we listed it.
+                        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ELOOP | libc::ENOTDIR)) => {}
+                        Err(e) => return Err(describe("cannot list", &rel, e)),
+                    }
+                }
+                _ => {}
             }
-            // Reverse so the stack pops subdirectories in name order.
-            stack.extend(subdirs.into_iter().rev());
         }
         Ok(())
+    }
+}
+
+/// Deeper trees are refused rather than walked: each level holds one open fd.
+const MAX_DEPTH: usize = 512;
+
+/// One open directory of a walk and the entries still to visit (last = next).
+struct Frame {
+    fd: OwnedFd,
+    prefix: String,
+    names: Vec<(String, FileType)>,
+}
+
+impl Frame {
+    fn read(fd: OwnedFd, prefix: String) -> Result<Frame> {
+        let dir = rustix::fs::Dir::read_from(&fd).map_err(|e| describe("cannot list", &prefix, e.into()))?;
+        let mut names = Vec::new();
+        for ent in dir {
+            let ent = ent.map_err(|e| describe("cannot list", &prefix, e.into()))?;
+            let name = ent.file_name().to_bytes();
+            if name != b"." && name != b".." {
+                names.push((String::from_utf8_lossy(name).into_owned(), ent.file_type()));
+            }
+        }
+        names.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+        Ok(Frame { fd, prefix, names })
     }
 }
 
