@@ -338,16 +338,23 @@ async fn confirm_gone(kern: &Path, name: &str, pgid: i32) -> Option<String> {
     if group_alive(pgid) {
         left.push(format!("processes in group {pgid} survived SIGKILL"));
     }
-    if listed_by_kern(kern, name).await {
-        stop_box(kern, name, CONFIRM_BUDGET).await;
-        if listed_by_kern(kern, name).await {
-            left.push(format!("kern still lists box {name} after `kern stop`"));
+    match listed_by_kern(kern, name).await {
+        Some(false) => {}
+        Some(true) => {
+            stop_box(kern, name, CONFIRM_BUDGET).await;
+            match listed_by_kern(kern, name).await {
+                Some(false) => {}
+                Some(true) => left.push(format!("kern still lists box {name} after `kern stop`")),
+                None => left.push(format!("could not confirm box {name} is gone: `kern ps` did not answer")),
+            }
         }
+        None => left.push(format!("could not confirm box {name} is gone: `kern ps` did not answer")),
     }
     (!left.is_empty()).then(|| left.join("; "))
 }
 
-async fn listed_by_kern(kern: &Path, name: &str) -> bool {
+/// Whether `kern ps` lists the box; `None` when kern did not answer in time or failed.
+async fn listed_by_kern(kern: &Path, name: &str) -> Option<bool> {
     let ps = Command::new(kern)
         .args(["ps", "--json"])
         .stdin(Stdio::null())
@@ -356,11 +363,11 @@ async fn listed_by_kern(kern: &Path, name: &str) -> bool {
         .kill_on_drop(true)
         .output();
     match tokio::time::timeout(CONFIRM_BUDGET, ps).await {
-        Ok(Ok(o)) => {
+        Ok(Ok(o)) if o.status.success() => {
             let needle = format!("\"{name}\"");
-            o.status.success() && String::from_utf8_lossy(&o.stdout).contains(&needle)
+            Some(String::from_utf8_lossy(&o.stdout).contains(&needle))
         }
-        _ => false,
+        _ => None,
     }
 }
 

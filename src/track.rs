@@ -31,6 +31,9 @@ pub fn index(ws: &Workspace, sub: &[String]) -> Result<Index> {
     let mut out = Index::new();
     ws.walk(sub, true, &mut |e| {
         if let Entry::File { rel, stat, .. } = e {
+            if is_code_cell(rel) {
+                return Ok(()); // another call's temporary code file, not a user artifact
+            }
             let mtime_ns = stat.st_mtime as i128 * 1_000_000_000 + stat.st_mtime_nsec as i128;
             out.insert(rel.to_string(), Meta { mtime_ns, size: stat.st_size as u64, ino: stat.st_ino });
         }
@@ -40,6 +43,13 @@ pub fn index(ws: &Workspace, sub: &[String]) -> Result<Index> {
 }
 
 /// What `listFiles` reports: a subdirectory that does not exist (yet) lists as empty, as in 0.1.1.
+/// `.cell-<8 hex>.<py|sh|js>` at the workspace root: where runCode puts code too long for argv.
+pub fn is_code_cell(rel: &str) -> bool {
+    let Some(rest) = rel.strip_prefix(".cell-") else { return false };
+    let Some((tag, ext)) = rest.split_once('.') else { return false };
+    tag.len() == 8 && tag.bytes().all(|b| b.is_ascii_hexdigit()) && matches!(ext, "py" | "sh" | "js")
+}
+
 pub fn list(ws: &Workspace, sub: &[String]) -> Result<Vec<FileInfo>> {
     if !sub.is_empty() {
         if let Err(e) = ws.open_dir(sub, false) {
@@ -75,6 +85,14 @@ pub fn diff(before: &Index, after: &Index) -> Vec<FileInfo> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn code_cells_are_recognised() {
+        assert!(is_code_cell(".cell-0a1b2c3d.py"));
+        assert!(!is_code_cell("sub/.cell-0a1b2c3d.py"));
+        assert!(!is_code_cell(".cell-xyz.py"));
+        assert!(!is_code_cell(".cell-0a1b2c3d.txt"));
+    }
 
     #[test]
     fn diff_sees_created_and_modified_but_not_deps() {
