@@ -16,13 +16,26 @@ function loadNative() {
   try {
     return require('./binding.js')
   } catch (e) {
+    // binding.js chains each attempt as `cause`, newest first: list them in the order tried, less
+    // its WASI fallbacks (this package ships none).
     const tried = []
-    for (let c = e.cause; c; c = c.cause) tried.push(`  - ${c.message.split('\n')[0]}`)
+    for (let c = e.cause; c; c = c.cause) {
+      const line = String(c.message).split('\n')[0]
+      if (!/wasi|wasm32/i.test(line)) tried.unshift(`  - ${line}`)
+    }
+    if (!tried.length) tried.push(`  - ${String(e.message).split('\n')[0]}`)
+    if (process.report) process.report.excludeNetwork = true
+    const glibc = process.report && process.report.getReport().header.glibcVersionRuntime
+    const platformPkg = `${pkg.name}-linux-${process.arch}-${glibc ? 'gnu' : 'musl'}@${pkg.version}`
     const err = new Error(
-      `kern-sandbox: no native binary loads on ${where}. Tried the local build and the ` +
-        `@kern-sandbox/${where}-* packages:\n${tried.join('\n') || `  - ${e.message}`}\n` +
-        'Fix: reinstall without --no-optional / --omit=optional so npm fetches the platform ' +
-        'package, or build from source with `npm run build` (needs Rust).',
+      `kern-sandbox: no native binary loads on ${where} (${glibc ? `glibc ${glibc}` : 'musl'}). ` +
+        `Tried:\n${tried.join('\n')}\nFix: ` +
+        (['x64', 'arm64'].includes(process.arch)
+          ? `npm installs the prebuilt binary as the optional dependency ${platformPkg}; reinstall ` +
+            'without --no-optional / --omit=optional (a lockfile made on another platform can lack ' +
+            'it: remove node_modules and package-lock.json, then npm install), '
+          : 'prebuilt binaries exist for Linux x64 and arm64 (glibc 2.17+ or musl) only; ') +
+        'or build from source in a checkout with `npm run build` (needs Rust).',
     )
     err.cause = e
     throw err

@@ -1,0 +1,155 @@
+'use strict'
+// Install test (issue 4): pack the main package and this host's platform package exactly as a
+// release does (scripts/pack.js), install both from the tarballs into an empty project with no
+// network (npm --offline, an empty cache, a registry that does not answer), then require, ESM
+// import, TypeScript and one runCode from there. The main package lists all four platform packages
+// as optionalDependencies; none is on a registry here, so this also shows npm skips the ones it
+// cannot have instead of failing. Needs the host addon (`npm run build`) and a kern: $KERN_BIN, else
+// the stand-in (`npm run build:standin`).
+
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+const cp = require('node:child_process')
+const { repo, pkg, targets, hostTarget } = require('../scripts/targets.js')
+const { pack } = require('../scripts/pack.js')
+
+const host = hostTarget()
+const kernBin = process.env.KERN_BIN || path.join(repo, 'target', 'release', 'kern-standin')
+const skip = !host
+  ? `no release target for ${process.platform}-${process.arch}`
+  : !fs.existsSync(path.join(repo, host.nodeFile))
+    ? `${host.nodeFile} is not built (npm run build)`
+    : false
+
+const root = fs.mkdtempSync(path.join(os.tmpdir(), 'kern-install-'))
+process.on('exit', () => fs.rmSync(root, { recursive: true, force: true }))
+
+/** npm with no way to reach a registry: --offline, a fresh cache, a registry on a closed port. */
+function npm(args, cwd) {
+  const env = { ...process.env }
+  for (const k of Object.keys(env)) if (/^npm_(config|package|lifecycle)_/i.test(k)) delete env[k]
+  const r = cp.spawnSync(
+    'npm',
+    [...args, '--offline', '--no-audit', '--no-fund', '--cache', path.join(root, 'npm-cache'), '--registry', 'http://127.0.0.1:9/', '--loglevel', 'warn'],
+    { cwd, env, encoding: 'utf8', timeout: 120_000 },
+  )
+  assert.equal(r.status, 0, `npm ${args.join(' ')} failed:\n${r.stdout}\n${r.stderr}`)
+  return r
+}
+
+function node(args, cwd, env = {}) {
+  const e = { ...process.env, ...env }
+  delete e.NAPI_RS_NATIVE_LIBRARY_PATH
+  return cp.spawnSync(process.execPath, args, { cwd, env: e, encoding: 'utf8', timeout: 120_000 })
+}
+
+function emptyProject(name) {
+  const dir = path.join(root, name)
+  fs.mkdirSync(dir)
+  fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name, version: '1.0.0', private: true }))
+  return dir
+}
+
+let packed
+let project
+
+test('pack: the main package and this host\'s platform package', { skip }, () => {
+  packed = pack({ artifacts: repo, out: path.join(root, 'tarballs'), targets: [host] })
+  const manifest = JSON.parse(cp.execFileSync('tar', ['-xzOf', packed.main.file, 'package/package.json'], { encoding: 'utf8' }))
+  assert.deepEqual(manifest.optionalDependencies, Object.fromEntries(targets.map((t) => [t.packageName, pkg.version])))
+  assert.ok(!manifest.dependencies || Object.keys(manifest.dependencies).length === 0)
+  assert.ok(packed.main.files.includes('binding.js'))
+  assert.ok(!packed.main.files.some((f) => f.endsWith('.node')))
+  assert.deepEqual(packed.platforms[0].files.sort(), ['README.md', host.nodeFile, 'package.json'].sort())
+})
+
+test('npm install --offline from the two tarballs: nothing else fetched, the right binary in place', { skip }, () => {
+  project = emptyProject('consumer')
+  npm(['install', packed.main.file, packed.platforms[0].file], project)
+  const installed = fs.readdirSync(path.join(project, 'node_modules')).filter((n) => !n.startsWith('.'))
+  assert.deepEqual(installed.sort(), [pkg.name, host.packageName].sort(), 'the install pulled in something else')
+  const lock = JSON.parse(fs.readFileSync(path.join(project, 'package-lock.json'), 'utf8'))
+  assert.deepEqual(Object.keys(lock.packages).filter(Boolean).sort(), [`node_modules/${pkg.name}`, `node_modules/${host.packageName}`].sort())
+  assert.ok(fs.existsSync(path.join(project, 'node_modules', host.packageName, host.nodeFile)))
+  assert.ok(!fs.existsSync(path.join(project, 'node_modules', pkg.name, host.nodeFile)), 'the main package carries a binary')
+})
+
+test('require, ESM import and runCode work from the installed package', { skip }, () => {
+  assert.ok(fs.existsSync(kernBin), `no kern to run against: ${kernBin} (set KERN_BIN or npm run build:standin)`)
+  fs.writeFileSync(
+    path.join(project, 'cjs.js'),
+    `const kern = require('kern-sandbox')
+const resolved = require.resolve('kern-sandbox')
+kern.runCode('print(sum(range(100)))', { timeoutS: 60 }).then((r) => {
+  console.log(JSON.stringify({ resolved, version: kern.version, stdout: r.stdout, success: r.success, fault: r.fault }))
+})`,
+  )
+  fs.writeFileSync(
+    path.join(project, 'esm.mjs'),
+    `import kern, { runCode, Sandbox, version } from 'kern-sandbox'
+const r = await runCode('print(6 * 7)', { timeoutS: 60 })
+console.log(JSON.stringify({ resolved: import.meta.resolve('kern-sandbox'), same: kern.Sandbox === Sandbox, version, stdout: r.stdout, success: r.success }))`,
+  )
+  const cjs = node(['cjs.js'], project, { KERN_BIN: kernBin })
+  assert.equal(cjs.status, 0, cjs.stderr)
+  const c = JSON.parse(cjs.stdout)
+  assert.equal(c.resolved, path.join(project, 'node_modules', pkg.name, 'index.js'))
+  assert.deepEqual([c.version, c.stdout, c.success, c.fault], [pkg.version, '4950\n', true, null])
+  const esm = node(['esm.mjs'], project, { KERN_BIN: kernBin })
+  assert.equal(esm.status, 0, esm.stderr)
+  const e = JSON.parse(esm.stdout)
+  assert.equal(e.resolved, `file://${path.join(project, 'node_modules', pkg.name, 'index.mjs')}`)
+  assert.deepEqual([e.same, e.version, e.stdout, e.success], [true, pkg.version, '42\n', true])
+})
+
+test('TypeScript finds the installed types (nodenext: both entries; node10: the top-level "types")', { skip }, async () => {
+  const tsc = require.resolve('typescript/bin/tsc')
+  const tsMajor = Number(require('typescript').version.split('.')[0])
+  fs.writeFileSync(path.join(project, 'use.ts'), `import kern = require('kern-sandbox')
+import { Sandbox, type SandboxFaultType } from 'kern-sandbox'
+export async function f(): Promise<SandboxFaultType | undefined> {
+  await using sbx = await new Sandbox({ securityProfile: 'untrusted' }).open()
+  const r = await kern.runCode('1', { signal: AbortSignal.timeout(1000) })
+  await sbx.readFile('x', { maxBytes: 1 })
+  return r.fault?.type
+}
+`)
+  fs.writeFileSync(path.join(project, 'use.mts'), `import kern, { runCode } from 'kern-sandbox'
+const r = await runCode('print(1)')
+export const ok: boolean = r.success && kern.version.length > 0
+`)
+  const typeRoots = [path.join(repo, 'node_modules', '@types')]
+  // skipLibCheck: index.d.ts itself is checked by types/types.test.js; here only resolution and use.
+  const base = { strict: true, noEmit: true, skipLibCheck: true, target: 'es2022', lib: ['es2022', 'esnext.disposable'], types: ['node'], typeRoots }
+  const configs = {
+    nodenext: { compilerOptions: { ...base, module: 'nodenext', moduleResolution: 'nodenext' }, files: ['use.ts', 'use.mts'] },
+    node10: {
+      compilerOptions: { ...base, module: 'commonjs', moduleResolution: 'node10', esModuleInterop: true, ...(tsMajor >= 6 ? { ignoreDeprecations: '6.0' } : {}) },
+      files: ['use.ts'],
+    },
+  }
+  // Both at once: two cores, two compilers.
+  const runs = Object.entries(configs).map(([name, config]) => {
+    const file = path.join(project, `tsconfig.${name}.json`)
+    fs.writeFileSync(file, JSON.stringify(config))
+    return new Promise((resolve) => {
+      cp.execFile(process.execPath, [tsc, '-p', file, '--pretty', 'false'], { cwd: project }, (err, stdout, stderr) => {
+        resolve({ name, code: err ? err.code : 0, out: `${stdout}${stderr}` })
+      })
+    })
+  })
+  for (const r of await Promise.all(runs)) assert.equal(r.code, 0, `tsc (${r.name}):\n${r.out}`)
+})
+
+test('installed without the platform package (--omit=optional): require fails with the loader\'s message', { skip }, () => {
+  const bare = emptyProject('bare')
+  npm(['install', '--omit=optional', packed.main.file], bare)
+  assert.ok(!fs.existsSync(path.join(bare, 'node_modules', host.packageName)))
+  const r = node(['-e', "require('kern-sandbox')"], bare)
+  assert.notEqual(r.status, 0)
+  assert.match(r.stderr, new RegExp(`no native binary loads on linux-${process.arch}`))
+  assert.ok(r.stderr.includes(`optional dependency ${host.packageName}@${pkg.version}`), r.stderr)
+})

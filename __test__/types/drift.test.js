@@ -1,0 +1,161 @@
+'use strict'
+// Fails when the runtime and index.d.ts drift apart: an export, a class member, or a constructor
+// option added on one side and not the other. index.d.ts is parsed with the TypeScript compiler
+// API; the runtime is the package itself, loaded by name ("kern-sandbox", through its exports map).
+
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const fs = require('node:fs')
+const path = require('node:path')
+const ts = require('typescript')
+
+const repo = path.resolve(__dirname, '..', '..')
+const dtsPath = path.join(repo, 'index.d.ts')
+const source = ts.createSourceFile(dtsPath, fs.readFileSync(dtsPath, 'utf8'), ts.ScriptTarget.Latest, true)
+const runtime = require('kern-sandbox')
+
+const isExported = (n) => (ts.getCombinedModifierFlags(n) & ts.ModifierFlags.Export) !== 0
+const isStatic = (n) => (ts.getCombinedModifierFlags(n) & ts.ModifierFlags.Static) !== 0
+
+/** `foo`, `"foo"` or `[Symbol.asyncDispose]` → the runtime key (a string, or the well-known symbol). */
+function memberKey(name) {
+  if (ts.isIdentifier(name) || ts.isStringLiteral(name)) return name.text
+  if (ts.isComputedPropertyName(name) && ts.isPropertyAccessExpression(name.expression) && name.expression.expression.getText() === 'Symbol') {
+    return Symbol[name.expression.name.text]
+  }
+  throw new Error(`index.d.ts: cannot map member name ${name.getText()}`)
+}
+
+/** Declared value exports: kind, and for classes their members (kind, optional, parameters). */
+function declaredValues() {
+  const values = new Map()
+  for (const st of source.statements) {
+    if (ts.isClassDeclaration(st) && isExported(st)) {
+      const members = new Map()
+      const statics = new Map()
+      for (const m of st.members) {
+        if (ts.isConstructorDeclaration(m) || !m.name) continue
+        const entry = {
+          kind: ts.isMethodDeclaration(m) ? 'method' : 'property',
+          optional: Boolean(m.questionToken),
+          params: m.parameters ? m.parameters.length : 0,
+        }
+        ;(isStatic(m) ? statics : members).set(memberKey(m.name), entry)
+      }
+      values.set(st.name.text, { kind: 'class', members, statics, heritage: st.heritageClauses?.[0]?.types[0]?.expression.getText() ?? null })
+    } else if (ts.isFunctionDeclaration(st) && isExported(st)) {
+      const prev = values.get(st.name.text)
+      const params = Math.max(prev ? prev.params : 0, st.parameters.length)
+      values.set(st.name.text, { kind: 'function', params })
+    } else if (ts.isVariableStatement(st) && isExported(st)) {
+      for (const d of st.declarationList.declarations) values.set(d.name.text, { kind: 'const' })
+    }
+  }
+  return values
+}
+
+function declaredInterface(name) {
+  const decl = source.statements.find((s) => ts.isInterfaceDeclaration(s) && s.name.text === name)
+  assert.ok(decl, `index.d.ts declares no interface ${name}`)
+  return decl.members.filter((m) => m.name).map((m) => memberKey(m.name))
+}
+
+const declared = declaredValues()
+const show = (k) => (typeof k === 'symbol' ? k.toString() : k)
+
+test('every runtime export is declared, and every declared value exists at run time', () => {
+  assert.deepEqual(Object.keys(runtime).sort(), [...declared.keys()].sort(), 'exports of require("kern-sandbox") vs value declarations in index.d.ts')
+  for (const [name, d] of declared) {
+    const v = runtime[name]
+    if (d.kind === 'const') assert.notEqual(typeof v, 'function', `${name} is declared a const`)
+    else assert.equal(typeof v, 'function', `${name} is declared a ${d.kind}`)
+    if (d.kind === 'class') assert.ok(v.prototype && /^class\b/.test(Function.prototype.toString.call(v)), `${name} is declared a class`)
+  }
+})
+
+test('the ESM entry exports the same names', async () => {
+  const esm = await import('kern-sandbox')
+  assert.deepEqual(Object.keys(esm).filter((k) => k !== 'default').sort(), Object.keys(runtime).sort())
+  assert.equal(esm.default, runtime)
+})
+
+/** Public members a class's instances have at run time: its prototype chain up to (not including)
+ * Object/Error, plus the own fields of a sample instance when one can be made without a kern. */
+function runtimeMembers(Class, sample) {
+  const keys = new Set()
+  for (let p = Class.prototype; p && p !== Object.prototype && p !== Error.prototype; p = Object.getPrototypeOf(p)) {
+    for (const k of Reflect.ownKeys(p)) if (k !== 'constructor') keys.add(k)
+  }
+  if (sample) for (const k of Reflect.ownKeys(sample)) keys.add(k)
+  return keys
+}
+
+const SAMPLES = {
+  ExecutionResult: () => new runtime.ExecutionResult({ stdout: '', stderr: '', exitCode: 0, durationMs: 0, fault: null, files: [], truncated: false }),
+  SandboxError: () => new runtime.SandboxError('x'),
+  MountRefused: () => new runtime.MountRefused('x'),
+}
+/** Runtime-only members that are deliberately not part of the public contract. */
+const UNDECLARED_OK = {
+  // Set by the constructor from Error; declared by lib.es5's Error.
+  SandboxError: ['name', 'message', 'stack'],
+  MountRefused: ['name', 'message', 'stack'],
+}
+
+for (const [name, d] of declared) {
+  if (d.kind !== 'class') continue
+  test(`class ${name}: declared members and runtime members match`, () => {
+    const Class = runtime[name]
+    const sample = SAMPLES[name] ? SAMPLES[name]() : null
+    const have = runtimeMembers(Class, sample)
+    const proto = Class.prototype
+    // Declared → exists (optional properties such as SandboxError.code may be absent on a sample).
+    for (const [key, m] of d.members) {
+      if (m.optional) continue
+      const inherited = d.heritage && declared.get(d.heritage)?.members.has(key)
+      assert.ok(have.has(key) || inherited, `${name}.${show(key)} is declared in index.d.ts but missing at run time`)
+      if (m.kind === 'method') {
+        assert.equal(typeof proto[key], 'function', `${name}.${show(key)} is declared a method`)
+        assert.ok(proto[key].length <= m.params, `${name}.${show(key)} takes ${proto[key].length} required parameters at run time, index.d.ts declares ${m.params}`)
+      }
+    }
+    // Runtime → declared: every public method/accessor on the prototype (and field on a sample).
+    const ok = new Set(UNDECLARED_OK[name] || [])
+    for (const key of have) {
+      if (typeof key === 'string' && (key.startsWith('_') || ok.has(key))) continue
+      const inherited = d.heritage && declared.get(d.heritage)?.members.has(key)
+      assert.ok(d.members.has(key) || inherited, `${name}.${show(key)} exists at run time but index.d.ts does not declare it`)
+    }
+    // Statics
+    const statics = Reflect.ownKeys(Class).filter((k) => !['length', 'name', 'prototype'].includes(k))
+    assert.deepEqual(statics.map(show).sort(), [...d.statics.keys()].map(show).sort(), `static members of ${name}`)
+  })
+}
+
+test('functions: index.d.ts declares at least the parameters the runtime requires', () => {
+  for (const [name, d] of declared) {
+    if (d.kind !== 'function') continue
+    assert.ok(runtime[name].length <= d.params, `${name} requires ${runtime[name].length} parameters at run time, index.d.ts declares ${d.params}`)
+  }
+})
+
+test('SandboxOptions declares exactly the options the Sandbox constructor reads', () => {
+  // index.js forwards the plain options listed in PLAIN_OPTIONS, and shapes mounts, env and the
+  // two callbacks itself. Read that list from the source: it is the runtime's own statement.
+  const js = fs.readFileSync(path.join(repo, 'index.js'), 'utf8')
+  const m = /const PLAIN_OPTIONS = \[([^\]]*)\]/.exec(js)
+  assert.ok(m, 'index.js no longer has `const PLAIN_OPTIONS = [...]`: update this test to read the option list from where it now lives')
+  const plain = [...m[1].matchAll(/'(\w+)'/g)].map((x) => x[1])
+  const shaped = ['mounts', 'env', 'onStdout', 'onStderr']
+  for (const k of shaped) assert.ok(new RegExp(`opts\\.${k}\\b`).test(js), `index.js no longer reads opts.${k}`)
+  assert.deepEqual(declaredInterface('SandboxOptions').sort(), [...plain, ...shaped].sort())
+})
+
+test('per-call options: what Sandbox#runCode/#run read is what PerCallOptions/RunCodeOptions declare', () => {
+  assert.deepEqual(declaredInterface('PerCallOptions').sort(), ['onStderr', 'onStdout', 'signal', 'timeoutS'])
+  assert.deepEqual(declaredInterface('RunCodeOptions'), ['language'])
+  const js = fs.readFileSync(path.join(repo, 'index.js'), 'utf8')
+  for (const k of ['signal', 'onStdout', 'onStderr', 'timeoutS', 'language']) {
+    assert.ok(new RegExp(`opts\\.${k}\\b`).test(js), `index.js no longer reads opts.${k}: update PerCallOptions`)
+  }
+})

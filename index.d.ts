@@ -1,0 +1,217 @@
+// Type definitions for kern-sandbox 0.2
+// Run LLM/agent-generated code in a fast, local, daemonless kernel sandbox (kern), from Node.
+//
+// This file is the public contract, kept by hand: the 0.1.1 declarations unchanged, plus what 0.2
+// adds (per-call options, cancellation, hardening options, `oom`, explicit resource management).
+// __test__/types/drift.test.js fails when it and the runtime exports disagree.
+// Needs @types/node (Buffer, AbortSignal, Symbol.asyncDispose), as 0.1.1 did. Referenced explicitly:
+// TypeScript 6 no longer loads installed @types packages unless tsconfig lists them, and without
+// this line a project with @types/node installed would still fail on `Buffer`.
+
+/// <reference types="node" />
+
+/** What stopped the code at the SANDBOX level. Reported as data on a result, never thrown.
+ * - `timeout`: the call exceeded `timeoutS`; the binding tore the box down.
+ * - `escape_blocked`: a syscall was blocked by the seccomp filter (SIGSYS).
+ * - `killed`: the box was SIGKILLed and kern cannot say it was its memory cap (the message says why).
+ * - `oom`: the box was SIGKILLed while kern reported its memory cap as enforced: out of memory.
+ * - `startup_failed`: kern could not start the box (bad image, pull error, `requireLimits` refusal, ...). */
+export type SandboxFaultType = "timeout" | "escape_blocked" | "killed" | "oom" | "startup_failed";
+
+/** A sandbox event on a result: the type, and a human-readable message saying what happened. */
+export interface SandboxFault {
+  type: SandboxFaultType;
+  message: string;
+}
+
+/** A file in the workspace and how a step touched it. */
+export interface FileInfo {
+  /** workspace-relative path */
+  path: string;
+  size: number;
+  change: "created" | "modified";
+}
+
+/** The outcome of one runCode()/run(). `fault` is the source of truth for "did the sandbox act";
+ * `exitCode`/`stdout` are what the user's code did. `success` requires both clean. */
+export class ExecutionResult {
+  stdout: string;
+  stderr: string;
+  exitCode: number;
+  durationMs: number;
+  /** null iff the sandbox did nothing: any non-zero exit is then the user's code, not a sandbox fault. */
+  fault: SandboxFault | null;
+  /** Files created/modified in the workspace by this call (`[]` with `trackFiles: false`). */
+  files: FileInfo[];
+  /** stdout/stderr hit the capture cap and overflow was discarded. */
+  truncated: boolean;
+  /** True iff the code exited 0 AND no sandbox fault fired. */
+  readonly success: boolean;
+}
+
+/** A PROGRAMMER/config error, THROWN: bad argument, illegal mount, or `kern` not installed.
+ * What the sandbox does to a workload (timeout, blocked syscall, kill) is never thrown: it is
+ * `fault` on the result. */
+export class SandboxError extends Error {
+  /** A stable machine-readable code when the error came from the native core, e.g. `"ERR_SANDBOX"`
+   * or `"ERR_MOUNT_REFUSED"`: match on it rather than on the message. */
+  code?: string;
+}
+/** A requested host mount was refused as unsafe (sensitive source, or a relative/escaping path). */
+export class MountRefused extends SandboxError {}
+
+/** A mount's box target, or `[target, mode]` to choose read-only or read-write. */
+export type MountSpec = string | [target: string, mode: "ro" | "rw"];
+
+/** A live-output callback: called with each chunk as it arrives. Best-effort, not lossless (a slow
+ * callback drops chunks rather than stall the box); what it throws or rejects with is ignored. */
+export type ChunkCallback = (chunk: Buffer) => void;
+
+export interface SandboxOptions {
+  /** OCI image the box runs from. Default: "python:3.12-slim". */
+  image?: string;
+  /** Shell command run ONCE at open() in a NETWORK-ENABLED setup box (e.g. "pip install pandas"). */
+  setup?: string;
+  /** Host dir to persist as the workspace. Omit -> a temp dir, created on open() and deleted on close(). */
+  workspace?: string;
+  /** RAM cap in MiB (kern --memory). Default 512. null = uncapped default. */
+  memoryMb?: number | null;
+  /** CPU cap in cores (kern --cpus). null (default) = uncapped. */
+  cpus?: number | null;
+  /** Task/fork-bomb ceiling (kern --pids-limit). Default 256. */
+  pids?: number | null;
+  /** MANDATORY per-call wall-clock limit in seconds. The binding owns this deadline. Default 30.
+   * A call can override it with its own `timeoutS`. */
+  timeoutS?: number;
+  /** RELAXES ISOLATION. true shares the host network for every runCode. Default false. */
+  network?: boolean;
+  /**
+   * Restrict runCode/run to a DOMAIN ALLOWLIST instead of all-or-nothing, e.g. ["pkgs.example.org",
+   * "files.example.net"]. The box runs in an isolated network namespace and reaches the internet
+   * only through kern's filtering proxy, which permits just these domains. Mutually exclusive with
+   * network:true; the setup box keeps full network to install deps, the allowlist governs the run phase.
+   */
+  egressAllow?: string[];
+  /** Extra host->box binds: { hostSrc: boxTarget } or { src: [target, "ro"] }. Sensitive sources refused. */
+  mounts?: Record<string, MountSpec>;
+  /**
+   * kern resource profiles to attach, e.g. ["vcpu:heavy", "vgpio:leds", "vdisk:scratch"]. Each names a
+   * [[vcpu]]/[[vgpio]]/[[vdisk]] block in your ~/.config/kern/kern.toml: a CPU+memory slice, a specific
+   * GPIO/I2C/SPI device set (the only way to grant the box hardware), or a size-capped scratch disk.
+   * Tokens are strictly validated (prefix + alphanumeric name) so an entry can never smuggle a flag.
+   */
+  profiles?: string[];
+  /** Extra environment variables for the workload (passed via a private 0600 file, not argv). */
+  env?: Record<string, string>;
+  /** Cap on captured stdout/stderr EACH, in bytes. Default 64 MiB. */
+  maxOutputBytes?: number;
+  /** true (default) hard-enforces caps via a systemd scope (~6 ms start); false = best-effort (~3 ms). */
+  enforceLimits?: boolean;
+  /** Mount setup= deps read-only for runCode (blocks cross-run dependency poisoning). Default false. */
+  depsReadonly?: boolean;
+  /** Called with each stdout Buffer chunk as it arrives (live streaming), for every call of the
+   * session unless the call passes its own. The full capped output is still captured in the
+   * result, so you can stream AND read result.stdout. */
+  onStdout?: ChunkCallback | null;
+  /** Called with each stderr Buffer chunk as it arrives. */
+  onStderr?: ChunkCallback | null;
+  /** Report the files each call created/modified in `result.files`. Default true; false skips the
+   * workspace walk (faster on big workspaces) and `files` is then `[]`. */
+  trackFiles?: boolean;
+  /** Linux capabilities the box drops (kern --cap-drop, one per entry), e.g. ["ALL"] or
+   * ["NET_RAW"]. Default ["ALL"]; `[]` opts out and keeps kern's own default set. Names are
+   * validated so an entry can never smuggle a flag. */
+  capDrop?: string[];
+  /** kern's hardened profile for code you do not trust (kern --security-profile). The only
+   * profile is "untrusted". null or absent (default): kern's normal posture. */
+  securityProfile?: "untrusted" | null;
+  /** Fail closed: kern refuses to start a box whose memory/pids/cpu caps it cannot enforce
+   * (kern --require-limits). The result is then a `startup_failed` fault saying so. Default false. */
+  requireLimits?: boolean;
+  /** A pre-loaded AppArmor profile to confine the box with (kern --apparmor), e.g. "kern-box"; kern
+   * fails the box closed if the host has not loaded it. null or absent (default): none. */
+  apparmor?: string | null;
+}
+
+/** The language runCode() runs `code` as. Match the image to it (python -> a python image, ...). */
+export type Language = "python" | "bash" | "node";
+
+/** Options for one run()/runCode() call. Each overrides the session's value for that call only.
+ * (The name is the later upstream SDK's, so code typed against it keeps compiling.) */
+export interface PerCallOptions {
+  /** Deadline for this call, in seconds. Default: the session's `timeoutS`. */
+  timeoutS?: number;
+  /** Live stdout for this call; `null` turns the session's `onStdout` off for it. */
+  onStdout?: ChunkCallback | null;
+  /** Live stderr for this call; `null` turns the session's `onStderr` off for it. */
+  onStderr?: ChunkCallback | null;
+  /** Cancels the call. Already aborted: rejects at once, no box started. Aborted while running: the
+   * box is torn down as on a timeout (nothing left running), then the call rejects with
+   * `signal.reason` (an `AbortError` DOMException by default), as `fetch` does. */
+  signal?: AbortSignal;
+}
+
+/** Options for runCode(): a call's options plus the language. */
+export interface RunCodeOptions extends PerCallOptions {
+  /** Default "python". */
+  language?: Language;
+}
+
+/** Options for readFile(). */
+export interface ReadFileOptions {
+  /** Refuse (throw SandboxError) a file larger than this many bytes, without reading it: guards host
+   * memory against a file the box made huge. A refusal, never a partial read. Default 4 GiB (the
+   * most one Buffer holds). */
+  maxBytes?: number;
+}
+
+/** Options for restore(). */
+export interface RestoreOptions {
+  /** Refuse a checkpoint whose extracted contents exceed this many bytes (guards against a
+   * decompression bomb). Default 4 GiB. */
+  maxBytes?: number;
+}
+
+/** A configured kernel sandbox. FILE state persists across runCode/run in a workspace on disk; each
+ * call runs in a FRESH ephemeral box. Safe by default; every relaxing option says so.
+ *
+ * Closes itself at the end of an `await using` block (TypeScript 5.2+, Node with
+ * `Symbol.asyncDispose`): `await using sbx = await new Sandbox(opts).open()`. */
+export class Sandbox {
+  constructor(opts?: SandboxOptions);
+  /** The host path of the open workspace: null before open(). */
+  readonly workspacePath: string | null;
+  /** Create/validate the workspace and run `setup`. Call before runCode/run/writeFile. */
+  open(): Promise<this>;
+  /** Stop calls still running and delete the workspace iff we created it. Idempotent. */
+  close(): Promise<void>;
+  /** Run a snippet on the workspace in a fresh, network-off box. File state persists; memory does not. */
+  runCode(code: string, opts?: RunCodeOptions): Promise<ExecutionResult>;
+  /** Run an argv ARRAY (never a shell string) in a fresh box. */
+  run(command: string[], opts?: PerCallOptions): Promise<ExecutionResult>;
+  /** Write data to a workspace-relative path (host-direct, O_NOFOLLOW on the final component). */
+  writeFile(path: string, data: Buffer | string): Promise<void>;
+  /** Read a workspace-relative path (host-direct, O_NOFOLLOW). */
+  readFile(path: string, opts?: ReadFileOptions): Promise<Buffer>;
+  /** Write a gzip tar of the whole workspace to `dest`, a portable filesystem checkpoint (NOT memory). */
+  snapshot(dest: string): void;
+  /** Extract a snapshot (from snapshot()) into the workspace, safely (rejects symlink/.. /absolute members). */
+  restore(src: string, opts?: RestoreOptions): void;
+  /** List regular files under the workspace (excludes .deps). */
+  listFiles(subdir?: string): Promise<FileInfo[]>;
+  /** Same as close(): what `await using` calls at the end of its block. */
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** Open a Sandbox, run `fn(sandbox)`, and close it even if `fn` throws. The session helper. */
+export function withSandbox<T>(fn: (sandbox: Sandbox) => Promise<T>): Promise<T>;
+export function withSandbox<T>(opts: SandboxOptions, fn: (sandbox: Sandbox) => Promise<T>): Promise<T>;
+
+/** One-shot: run `code` in a throwaway session (workspace created and deleted). `signal` cancels it. */
+export function runCode(
+  code: string,
+  opts?: SandboxOptions & { language?: Language; signal?: AbortSignal },
+): Promise<ExecutionResult>;
+
+/** This package's version, e.g. "0.2.0". */
+export const version: string;
