@@ -213,11 +213,10 @@ pub fn run(sb: &Sandbox, reg: &mut Registration) -> Result<i32, Error> {
     // SAFETY: only async-signal-safe calls, no allocation, between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
-            // Own group: a terminal's Ctrl-C reaches the supervisor, which forwards it as kern does,
-            // and `stop` can sweep bwrap's group without touching the caller's.
-            if libc::setpgid(0, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
+            // bwrap stays in the supervisor's process group: a caller that SIGKILLs that group
+            // (as the binding does on a timeout) then reaches bwrap and the box at once, instead
+            // of relying on the PDEATHSIG chain, which bwrap arms in the box without re-checking
+            // its parent (a box could outlive an abort landing during start-up).
             // If the supervisor is SIGKILLed, bwrap goes with it (and the box with bwrap).
             if libc::prctl(
                 libc::PR_SET_PDEATHSIG,
