@@ -165,6 +165,13 @@ export interface ReadFileOptions {
   maxBytes?: number;
 }
 
+/** Options for snapshot(). */
+export interface SnapshotOptions {
+  /** Ceiling on the total size of the files archived, in bytes. Default 4 GiB: a sparse file the box
+   * planted makes the snapshot fail fast instead of blocking Node while it archives zeros. */
+  maxBytes?: number;
+}
+
 /** Options for restore(). */
 export interface RestoreOptions {
   /** Refuse a checkpoint whose extracted contents exceed this many bytes (guards against a
@@ -193,8 +200,9 @@ export class Sandbox {
   writeFile(path: string, data: Buffer | string): Promise<void>;
   /** Read a workspace-relative path (host-direct, O_NOFOLLOW). */
   readFile(path: string, opts?: ReadFileOptions): Promise<Buffer>;
-  /** Write a gzip tar of the whole workspace to `dest`, a portable filesystem checkpoint (NOT memory). */
-  snapshot(dest: string): void;
+  /** Write a gzip tar of the whole workspace to `dest`, a portable filesystem checkpoint (NOT memory).
+   * Refuses (SandboxError) once the files total more than `maxBytes` (default 4 GiB). */
+  snapshot(dest: string, opts?: SnapshotOptions): void;
   /** Extract a snapshot (from snapshot()) into the workspace, safely (rejects symlink/.. /absolute members). */
   restore(src: string, opts?: RestoreOptions): void;
   /** List regular files under the workspace (excludes .deps). */

@@ -201,6 +201,13 @@ function checkPath(name, p) {
   return p
 }
 
+/** The optional `{ maxBytes }` of readFile/snapshot/restore: a number or absent. */
+function bytesOption(opts) {
+  const maxBytes = opts == null ? undefined : opts.maxBytes
+  if (maxBytes != null && typeof maxBytes !== 'number') throw new SandboxError('maxBytes must be a number')
+  return maxBytes ?? undefined
+}
+
 let nextCallId = 1
 
 /** A configured kernel sandbox. Files persist in the workspace across calls; every
@@ -323,10 +330,9 @@ class Sandbox {
   /** Reads a workspace-relative path; `maxBytes` refuses larger files without reading them. */
   async readFile(path, opts = {}) {
     checkPath('path', path)
-    const maxBytes = opts == null ? undefined : opts.maxBytes
-    if (maxBytes != null && typeof maxBytes !== 'number') throw new SandboxError('maxBytes must be a number')
+    const maxBytes = bytesOption(opts)
     try {
-      return await this.#native.readFile(path, maxBytes ?? undefined)
+      return await this.#native.readFile(path, maxBytes)
     } catch (e) {
       throw fromNative(e)
     }
@@ -342,10 +348,13 @@ class Sandbox {
     }
   }
 
-  /** Writes a .tar.gz checkpoint of the workspace files to `dest` (synchronous). */
-  snapshot(dest) {
+  /** Writes a .tar.gz checkpoint of the workspace files to `dest` (synchronous). `maxBytes`
+   * bounds the files' total size (default 4 GiB), so a sparse file the box planted fails fast. */
+  snapshot(dest, opts = {}) {
+    checkPath('dest', dest)
+    const maxBytes = bytesOption(opts)
     try {
-      this.#native.snapshot(String(checkPath('dest', dest)))
+      this.#native.snapshot(dest, maxBytes)
     } catch (e) {
       throw fromNative(e)
     }
@@ -355,10 +364,9 @@ class Sandbox {
    * directories inside it (synchronous). `maxBytes` bounds the decompressed size (default 4 GiB). */
   restore(src, opts = {}) {
     checkPath('src', src)
-    const maxBytes = opts == null ? undefined : opts.maxBytes
-    if (maxBytes != null && typeof maxBytes !== 'number') throw new SandboxError('maxBytes must be a number')
+    const maxBytes = bytesOption(opts)
     try {
-      this.#native.restore(src, maxBytes ?? undefined)
+      this.#native.restore(src, maxBytes)
     } catch (e) {
       throw fromNative(e)
     }

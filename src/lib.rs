@@ -265,11 +265,12 @@ impl NativeSandbox {
     }
 
     #[napi]
-    pub fn snapshot(&self, dest: String) -> napi::Result<()> {
+    pub fn snapshot(&self, dest: String, max_bytes: Option<f64>) -> napi::Result<()> {
         if dest.is_empty() || dest.contains('\0') {
             return Err(Error::sandbox("snapshot needs a destination file path").into());
         }
-        Ok(errors::guard(|| self.inner.snapshot(Path::new(&dest)))?)
+        let limit = nonnegative_bytes(max_bytes, "maxBytes")?.unwrap_or(snapshot::DEFAULT_LIMIT);
+        Ok(errors::guard(|| self.inner.snapshot(Path::new(&dest), limit))?)
     }
 
     #[napi]
@@ -277,7 +278,7 @@ impl NativeSandbox {
         if src.is_empty() || src.contains('\0') {
             return Err(Error::sandbox("restore needs a source file path").into());
         }
-        let limit = nonnegative_bytes(max_bytes, "maxBytes")?.unwrap_or(snapshot::DEFAULT_RESTORE_LIMIT);
+        let limit = nonnegative_bytes(max_bytes, "maxBytes")?.unwrap_or(snapshot::DEFAULT_LIMIT);
         Ok(errors::guard(|| self.inner.restore(Path::new(&src), limit))?)
     }
 }

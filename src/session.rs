@@ -344,8 +344,8 @@ impl Session {
         .await
     }
 
-    pub fn snapshot(&self, dest: &Path) -> Result<()> {
-        crate::snapshot::snapshot(&self.opened()?.ws, dest)
+    pub fn snapshot(&self, dest: &Path, limit: u64) -> Result<()> {
+        crate::snapshot::snapshot(&self.opened()?.ws, dest, limit)
     }
 
     pub fn restore(&self, src: &Path, limit: u64) -> Result<()> {

@@ -13,19 +13,21 @@ use flate2::{read::GzDecoder, write::GzEncoder, Compression};
 use crate::errors::{Error, Result};
 use crate::workspace::{Entry, Workspace};
 
-/// Default ceiling on the decompressed size `restore` will read (a gzip bomb stops here).
-pub const DEFAULT_RESTORE_LIMIT: u64 = 4 << 30;
+/// Default ceiling on the bytes a checkpoint carries: what `snapshot` archives (a sparse file the
+/// box planted stops here, not after an hour) and what `restore` decompresses (a gzip bomb).
+pub const DEFAULT_LIMIT: u64 = 4 << 30;
 const IO_BUF: usize = 1 << 20;
 
-/// Writes a gzip tar of the workspace to `dest` (through a temp file renamed into place).
-pub fn snapshot(ws: &Workspace, dest: &Path) -> Result<()> {
+/// Writes a gzip tar of the workspace to `dest` (through a temp file renamed into place),
+/// refusing once the files' total size passes `limit`.
+pub fn snapshot(ws: &Workspace, dest: &Path, limit: u64) -> Result<()> {
     let tmp = temp_beside(dest);
     let out = File::options()
         .write(true)
         .create_new(true)
         .open(&tmp)
         .map_err(|e| Error::io(format!("snapshot: cannot create {}", tmp.display()), e))?;
-    let result = write_archive(ws, &out, &tmp).and_then(|()| {
+    let result = write_archive(ws, &out, &tmp, limit).and_then(|()| {
         std::fs::rename(&tmp, dest)
             .map_err(|e| Error::io(format!("snapshot: cannot write {}", dest.display()), e))
     });
@@ -40,8 +42,9 @@ fn temp_beside(dest: &Path) -> PathBuf {
     dest.with_file_name(format!(".{name}.{}.partial", std::process::id()))
 }
 
-fn write_archive(ws: &Workspace, out: &File, out_path: &Path) -> Result<()> {
+fn write_archive(ws: &Workspace, out: &File, out_path: &Path, limit: u64) -> Result<()> {
     let own = out.metadata().map(|m| (m.dev(), m.ino())).ok();
+    let mut total: u64 = 0;
     let gz = GzEncoder::new(BufWriter::with_capacity(IO_BUF, out), Compression::new(1));
     let mut tar = tar::Builder::new(gz);
     let fail = |e: io::Error| Error::io(format!("snapshot: cannot write {}", out_path.display()), e);
@@ -62,6 +65,13 @@ fn write_archive(ws: &Workspace, out: &File, out_path: &Path) -> Result<()> {
                 Err(_) => return Ok(()), // replaced by something else meanwhile: not a file now
             };
             let size = stat.st_size as u64;
+            total = total.saturating_add(size);
+            if total > limit {
+                return Err(Error::sandbox(format!(
+                    "snapshot refused: the workspace holds more than {limit} bytes of files \
+                     (at {rel:?}); pass a larger maxBytes to archive it"
+                )));
+            }
             let mut h = tar::Header::new_gnu();
             h.set_entry_type(tar::EntryType::Regular);
             h.set_mode(if stat.st_mode & 0o111 != 0 { 0o755 } else { 0o644 });
@@ -243,14 +253,26 @@ mod tests {
         std::fs::create_dir(d.path().join("empty")).unwrap();
         let out = tempfile::tempdir().unwrap();
         let snap = out.path().join("s.tar.gz");
-        snapshot(&w, &snap).unwrap();
+        snapshot(&w, &snap, DEFAULT_LIMIT).unwrap();
 
         let (d2, w2) = ws();
-        restore(&w2, &snap, DEFAULT_RESTORE_LIMIT).unwrap();
+        restore(&w2, &snap, DEFAULT_LIMIT).unwrap();
         assert_eq!(std::fs::read(d2.path().join(&long)).unwrap(), b"deep");
         assert_eq!(std::fs::read(d2.path().join("top.txt")).unwrap(), b"top");
         assert!(d2.path().join("empty").is_dir());
         drop(d);
+    }
+
+    #[test]
+    fn snapshot_stops_at_its_ceiling() {
+        let (d, w) = ws();
+        std::fs::File::create(d.path().join("sparse")).unwrap().set_len(1 << 40).unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let snap = out.path().join("s.tar.gz");
+        let err = snapshot(&w, &snap, DEFAULT_LIMIT).unwrap_err();
+        assert!(err.to_string().contains("more than"), "{err}");
+        assert!(!snap.exists());
+        assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0, "temp file removed");
     }
 
     #[test]
@@ -277,7 +299,7 @@ mod tests {
             let (_d, w) = ws();
             let f = tempfile::NamedTempFile::new().unwrap();
             std::fs::write(f.path(), &data).unwrap();
-            assert!(restore(&w, f.path(), DEFAULT_RESTORE_LIMIT).is_err(), "{name}");
+            assert!(restore(&w, f.path(), DEFAULT_LIMIT).is_err(), "{name}");
         }
     }
 
