@@ -1,0 +1,369 @@
+'use strict'
+// The `kern box` argv contract, flag for flag and in order, and what reaches kern besides argv
+// (its environment, the private env file). argv-order tests read the stand-in's argv log and are
+// skipped against a real kern; env/env-file tests use a fake kern script and run everywhere.
+
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const fs = require('node:fs')
+const path = require('node:path')
+const { kern, STANDIN_ONLY, recordingKern, fakeKern, sandboxWith, tmpDir } = require('./helpers')
+
+/** Splits a recorded `box` argv into its parts and checks the fixed head. */
+function parseBox(argv) {
+  assert.equal(argv[0], 'box')
+  const name = argv[1]
+  assert.match(name, /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'a valid kern box name')
+  const dd = argv.indexOf('--')
+  assert.ok(dd > 0, 'argv has a -- separator')
+  return { name, flags: argv.slice(2, dd), command: argv.slice(dd + 1) }
+}
+
+/** Replaces the per-call values (env file path) with placeholders, checking their form. */
+function normalise(flags, ws) {
+  const out = [...flags]
+  const i = out.indexOf('--env-file')
+  assert.ok(i >= 0, '--env-file is passed')
+  assert.equal(i, out.length - 2, '--env-file FILE is the last flag before --')
+  const envFile = out[i + 1]
+  assert.ok(path.isAbsolute(envFile))
+  assert.ok(!envFile.startsWith(ws + '/'), `env file ${envFile} is outside the workspace ${ws}`)
+  out[i + 1] = '<ENVFILE>'
+  return { flags: out.map((f) => f.split(ws).join('<WS>')), envFile }
+}
+
+test('argv: defaults, exact order', { skip: STANDIN_ONLY }, async () => {
+  const rec = recordingKern()
+  const sbx = await sandboxWith(rec.bin).open()
+  try {
+    const r = await sbx.runCode('print(1)')
+    assert.equal(r.stdout, '1\n', r.stderr)
+    const ws = sbx.workspacePath
+    assert.ok(ws && path.isAbsolute(ws))
+    const calls = rec.boxCalls()
+    assert.equal(calls.length, 1)
+    const { flags, command } = parseBox(calls[0])
+    assert.deepEqual(normalise(flags, ws).flags, [
+      '--image', 'python:3.12-slim', '--ro', '-v', '<WS>:/workspace', '--workdir', '/workspace',
+      '--timeout', '35', '--memory', '512m', '--pids-limit', '256', '--cap-drop', 'ALL',
+      '--env-file', '<ENVFILE>',
+    ])
+    assert.deepEqual(command, ['python3', '-c', 'print(1)'])
+  } finally {
+    await sbx.close()
+  }
+})
+
+test('argv: every optional flag in its place', { skip: STANDIN_ONLY }, async () => {
+  const rec = recordingKern({ KERN_STANDIN_PROFILES: 'vcpu:heavy' })
+  const ro = tmpDir('kst-ro-')
+  const rw = tmpDir('kst-rw-')
+  const wsDir = path.join(tmpDir(), 'ws')
+  const sbx = await sandboxWith(rec.bin, {
+    workspace: wsDir,
+    image: 'python:3.12-slim',
+    memoryMb: 256,
+    cpus: 1.5,
+    pids: 64,
+    timeoutS: 7,
+    egressAllow: ['pkgs.example.org', 'files.example.net'],
+    profiles: ['vcpu:heavy'],
+    mounts: { [ro]: ['/data', 'ro'], [rw]: '/out' },
+    securityProfile: 'untrusted',
+    depsReadonly: true,
+  }).open()
+  try {
+    await sbx.writeFile('.deps/marker.txt', 'x')
+    const r = await sbx.run(['true'])
+    assert.equal(r.exitCode, 0, r.stderr)
+    const ws = fs.realpathSync(wsDir)
+    const { flags, command } = parseBox(rec.boxCalls()[0])
+    assert.deepEqual(normalise(flags, ws).flags, [
+      '--image', 'python:3.12-slim', '--ro', '-v', '<WS>:/workspace', '--workdir', '/workspace',
+      '-v', '<WS>/.deps:/workspace/.deps:ro',
+      '--timeout', '12', '--memory', '256m', '--cpus', '1.5', '--pids-limit', '64',
+      '--egress-allow', 'pkgs.example.org,files.example.net',
+      'vcpu:heavy',
+      '-v', `${fs.realpathSync(ro)}:/data:ro`, '-v', `${fs.realpathSync(rw)}:/out`,
+      '--cap-drop', 'ALL', '--security-profile', 'untrusted',
+      '--env-file', '<ENVFILE>',
+    ])
+    assert.deepEqual(command, ['true'])
+  } finally {
+    await sbx.close()
+  }
+})
+
+test('argv: requireLimits and apparmor flags follow --cap-drop', { skip: STANDIN_ONLY }, async () => {
+  const rec = recordingKern()
+  const sbx = await sandboxWith(rec.bin, { requireLimits: true, apparmor: 'kern-box', capDrop: ['NET_RAW', 'SYS_ADMIN'] }).open()
+  try {
+    await sbx.run(['true'])
+    const { flags } = parseBox(rec.boxCalls()[0])
+    const tail = flags.slice(flags.indexOf('--cap-drop'))
+    assert.deepEqual(tail.slice(0, -2), ['--cap-drop', 'NET_RAW', '--cap-drop', 'SYS_ADMIN', '--require-limits', '--apparmor', 'kern-box'])
+  } finally {
+    await sbx.close()
+  }
+})
+
+test('argv: memoryMb:null and pids:null omit their flags', { skip: STANDIN_ONLY }, async () => {
+  const rec = recordingKern()
+  const sbx = await sandboxWith(rec.bin, { memoryMb: null, pids: null }).open()
+  try {
+    const r = await sbx.run(['true'])
+    assert.equal(r.exitCode, 0, r.stderr)
+    const { flags } = parseBox(rec.boxCalls()[0])
+    assert.ok(!flags.includes('--memory'), flags.join(' '))
+    assert.ok(!flags.includes('--pids-limit'), flags.join(' '))
+    assert.ok(!flags.includes('--cpus'))
+    assert.deepEqual(flags.slice(flags.indexOf('--timeout'), flags.indexOf('--timeout') + 3), ['--timeout', '35', '--cap-drop'])
+  } finally {
+    await sbx.close()
+  }
+})
+
+test('argv: network:true gives --net to run boxes', { skip: STANDIN_ONLY }, async () => {
+  const rec = recordingKern()
+  const sbx = await sandboxWith(rec.bin, { network: true }).open()
+  try {
+    await sbx.run(['true'])
+    const { flags } = parseBox(rec.boxCalls()[0])
+    assert.equal(flags[flags.indexOf('--pids-limit') + 2], '--net')
+    assert.ok(!flags.includes('--egress-allow'))
+  } finally {
+    await sbx.close()
+  }
+})
+
+test('argv: default run boxes have no network flag', { skip: STANDIN_ONLY }, async () => {
+  const rec = recordingKern()
+  const sbx = await sandboxWith(rec.bin).open()
+  try {
+    await sbx.run(['true'])
+    const { flags } = parseBox(rec.boxCalls()[0])
+    assert.ok(!flags.includes('--net') && !flags.includes('--network') && !flags.includes('--egress-allow'))
+  } finally {
+    await sbx.close()
+  }
+})
+
+test('argv: egressAllow -> --net for the setup box, --egress-allow for run boxes', { skip: STANDIN_ONLY }, async () => {
+  const rec = recordingKern()
+  const sbx = await sandboxWith(rec.bin, { egressAllow: ['pkgs.example.org'], setup: 'echo set > /workspace/s.txt' }).open()
+  try {
+    await sbx.run(['true'])
+    const [setup, run] = rec.boxCalls()
+    const s = parseBox(setup)
+    assert.ok(s.flags.includes('--net'), s.flags.join(' '))
+    assert.ok(!s.flags.includes('--egress-allow'))
+    assert.deepEqual(s.command, ['sh', '-c', 'echo set > /workspace/s.txt'])
+    const r = parseBox(run)
+    assert.ok(!r.flags.includes('--net'))
+    assert.equal(r.flags[r.flags.indexOf('--egress-allow') + 1], 'pkgs.example.org')
+    assert.notEqual(s.name, r.name, 'each box has its own name')
+  } finally {
+    await sbx.close()
+  }
+})
+
+test('argv: depsReadonly binds .deps only when it exists, never for setup', { skip: STANDIN_ONLY }, async () => {
+  const rec = recordingKern()
+  const sbx = await sandboxWith(rec.bin, { depsReadonly: true, setup: 'mkdir -p /workspace/.deps' }).open()
+  try {
+    await sbx.run(['true'])
+    const [setup, run] = rec.boxCalls()
+    const hasDeps = (flags) => flags.some((f) => f.endsWith(':/workspace/.deps:ro'))
+    assert.ok(!hasDeps(parseBox(setup).flags), 'setup box has no read-only deps bind')
+    assert.ok(hasDeps(parseBox(run).flags), 'run box binds the deps read-only')
+  } finally {
+    await sbx.close()
+  }
+  const rec2 = recordingKern()
+  const sbx2 = await sandboxWith(rec2.bin, { depsReadonly: true }).open()
+  try {
+    await sbx2.run(['true'])
+    assert.ok(!parseBox(rec2.boxCalls()[0]).flags.some((f) => f.includes('.deps')), 'no .deps yet: no bind')
+  } finally {
+    await sbx2.close()
+  }
+})
+
+test('argv: --timeout is the deadline + 5, per call too', { skip: STANDIN_ONLY }, async () => {
+  const rec = recordingKern()
+  const sbx = await sandboxWith(rec.bin, { timeoutS: 3 }).open()
+  try {
+    await sbx.run(['true'])
+    await sbx.run(['true'], { timeoutS: 10 })
+    await sbx.run(['true'], { timeoutS: 2.5 })
+    const t = rec.boxCalls().map((a) => a[a.indexOf('--timeout') + 1])
+    assert.equal(t[0], '8')
+    assert.equal(t[1], '15')
+    assert.match(t[2], /^\d+$/, 'kern takes whole seconds')
+    assert.ok(Number(t[2]) >= 7.5, t[2])
+  } finally {
+    await sbx.close()
+  }
+})
+
+test('argv: runCode languages (node uses -e) and large code by path', { skip: STANDIN_ONLY }, async () => {
+  const rec = recordingKern()
+  const sbx = await sandboxWith(rec.bin).open()
+  try {
+    await sbx.runCode('echo hi', { language: 'bash' })
+    await sbx.runCode('console.log(1)', { language: 'node' })
+    const big = '# ' + 'x'.repeat(130 * 1024) + '\nprint("big")\n'
+    const r = await sbx.runCode(big)
+    assert.equal(r.stdout, 'big\n', r.stderr)
+    const [b, n, p] = rec.boxCalls().map((a) => parseBox(a).command)
+    assert.deepEqual(b, ['sh', '-c', 'echo hi'])
+    assert.deepEqual(n, ['node', '-e', 'console.log(1)'])
+    assert.equal(p.length, 2)
+    assert.equal(p[0], 'python3')
+    assert.match(p[1], /^\/workspace\/\S+\.py$/)
+  } finally {
+    await sbx.close()
+  }
+})
+
+test('argv: env values never appear in argv', { skip: STANDIN_ONLY }, async () => {
+  const rec = recordingKern()
+  const secret = 'sk-SECRET-' + Date.now()
+  const sbx = await sandboxWith(rec.bin, { env: { API_KEY: secret } }).open()
+  try {
+    const r = await sbx.runCode('import os; print(os.environ["API_KEY"])')
+    assert.equal(r.stdout, secret + '\n', r.stderr)
+    for (const a of rec.calls()) assert.ok(!a.join(' ').includes(secret), 'secret leaked into argv')
+  } finally {
+    await sbx.close()
+  }
+})
+
+// --- fake kern: kern's environment and the env file -------------------------------------------
+
+test('env file: private 0600 file in a 0700 dir outside the workspace, removed after the call', async () => {
+  const fake = fakeKern()
+  const secret = 'tok-' + Date.now()
+  const sbx = await sandboxWith(fake.bin, { env: { API_KEY: secret, EMPTY: '', EQ: 'a=b' } }).open()
+  try {
+    const r = await sbx.run(['true'])
+    assert.equal(r.exitCode, 0, r.stderr)
+    const [call] = fake.boxCalls()
+    const ws = sbx.workspacePath
+    assert.ok(call.envFile, 'the fake kern got --env-file')
+    assert.equal(call.envFile.error, undefined, call.envFile.error)
+    assert.equal(call.envFile.mode, 0o600)
+    assert.equal(call.envFile.dirMode, 0o700)
+    assert.ok(!fs.realpathSync(path.dirname(call.envFile.path)).startsWith(ws), 'outside the workspace')
+    const lines = call.envFile.content.split('\n').filter(Boolean).sort()
+    assert.deepEqual(lines, [`API_KEY=${secret}`, 'EMPTY=', 'EQ=a=b', 'PYTHONPATH=/workspace/.deps'].sort())
+    assert.ok(!call.argv.join('\0').includes(secret), 'value not in argv')
+    assert.ok(!fs.existsSync(call.envFile.path), 'env file removed after the call')
+  } finally {
+    await sbx.close()
+  }
+})
+
+test('env file: a caller PYTHONPATH wins over the default; no env still gets PYTHONPATH', async () => {
+  const fake = fakeKern()
+  const a = await sandboxWith(fake.bin, { env: { PYTHONPATH: '/opt/x' } }).open()
+  const b = await sandboxWith(fake.bin).open()
+  try {
+    await a.run(['true'])
+    await b.run(['true'])
+    const [ca, cb] = fake.boxCalls()
+    assert.equal(ca.envFile.content, 'PYTHONPATH=/opt/x\n')
+    assert.equal(cb.envFile.content, 'PYTHONPATH=/workspace/.deps\n')
+  } finally {
+    await a.close()
+    await b.close()
+  }
+})
+
+test('env file: each call has its own file (no shared /workspace/.kern-env)', async () => {
+  const fake = fakeKern({ sleepMs: 200 })
+  const sbx = await sandboxWith(fake.bin, { env: { A: '1' } }).open()
+  try {
+    await Promise.all([sbx.run(['true']), sbx.run(['true']), sbx.run(['true'])])
+    const files = fake.boxCalls().map((c) => c.envFile.path)
+    assert.equal(new Set(files).size, 3)
+    assert.ok(!fs.existsSync(path.join(sbx.workspacePath, '.kern-env')))
+  } finally {
+    await sbx.close()
+  }
+})
+
+test('enforceLimits:false sets KERN_NO_SCOPE=1 in kern env; default does not', async () => {
+  assert.equal(process.env.KERN_NO_SCOPE, undefined, 'test precondition')
+  const fake = fakeKern()
+  const loose = await sandboxWith(fake.bin, { enforceLimits: false }).open()
+  const strict = await sandboxWith(fake.bin).open()
+  try {
+    await loose.run(['true'])
+    await strict.run(['true'])
+    const [l, s] = fake.boxCalls()
+    assert.equal(l.env.KERN_NO_SCOPE, '1')
+    assert.equal(s.env.KERN_NO_SCOPE, undefined)
+  } finally {
+    await loose.close()
+    await strict.close()
+  }
+})
+
+test('setup: `pip install X` is rewritten to --target /workspace/.deps in a network-on box', async () => {
+  const fake = fakeKern()
+  const sbx = await sandboxWith(fake.bin, { setup: 'pip install requests==2.31.0 rich' }).open()
+  try {
+    const [call] = fake.boxCalls()
+    const dd = call.argv.indexOf('--')
+    assert.deepEqual(call.argv.slice(dd + 1), [
+      'sh', '-c',
+      'pip install --target /workspace/.deps --no-cache-dir --disable-pip-version-check requests==2.31.0 rich',
+    ])
+    assert.ok(call.argv.slice(0, dd).includes('--net'), 'setup box has the network')
+    const t = Number(call.argv[call.argv.indexOf('--timeout') + 1])
+    assert.ok(t >= 125, `setup gets at least 120 s (+5 backstop), got ${t}`)
+  } finally {
+    await sbx.close()
+  }
+})
+
+test('setup: a non-pip command is passed to sh -c unchanged', async () => {
+  const fake = fakeKern()
+  const sbx = await sandboxWith(fake.bin, { setup: 'apt-get update && echo pip install x' }).open()
+  try {
+    const [call] = fake.boxCalls()
+    assert.deepEqual(call.argv.slice(call.argv.indexOf('--') + 1), ['sh', '-c', 'apt-get update && echo pip install x'])
+  } finally {
+    await sbx.close()
+  }
+})
+
+test('an already-aborted signal starts no box at all', async () => {
+  const fake = fakeKern()
+  const sbx = await sandboxWith(fake.bin).open()
+  try {
+    const ac = new AbortController()
+    ac.abort()
+    await assert.rejects(sbx.run(['true'], { signal: ac.signal }), (e) => e.name === 'AbortError')
+    await assert.rejects(sbx.runCode('print(1)', { signal: ac.signal }), (e) => e.name === 'AbortError')
+    assert.equal(fake.calls().length, 0, 'kern was never invoked')
+  } finally {
+    await sbx.close()
+  }
+})
+
+test('top-level runCode with an already-aborted signal invokes no kern', async () => {
+  const fake = fakeKern()
+  const saved = process.env.KERN_BIN
+  process.env.KERN_BIN = fake.bin
+  try {
+    const ac = new AbortController()
+    const reason = new Error('stop now')
+    ac.abort(reason)
+    await assert.rejects(kern.runCode('print(1)', { signal: ac.signal }), (e) => e === reason)
+  } finally {
+    process.env.KERN_BIN = saved
+  }
+  assert.equal(fake.calls().length, 0)
+})

@@ -1,0 +1,366 @@
+'use strict'
+// Shared test helpers: which kern the suite drives, child node processes, temp dirs, fake kerns,
+// and /proc probes for "nothing is left running".
+//
+// kern selection: `KERN_BIN` set → that binary is a real kern (unless it is our stand-in);
+// otherwise the stand-in built by `cargo build --release -p kern-standin`. Either way
+// process.env.KERN_BIN is set at load, so `new Sandbox()` finds it.
+
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+const cp = require('node:child_process')
+const crypto = require('node:crypto')
+
+const repo = path.resolve(__dirname, '..')
+const standinBin = path.join(repo, 'target', 'release', 'kern-standin')
+
+function realpathOr(p) {
+  try {
+    return fs.realpathSync(p)
+  } catch {
+    return p
+  }
+}
+
+const kernBin = process.env.KERN_BIN || standinBin
+const realKern = Boolean(process.env.KERN_BIN) && realpathOr(process.env.KERN_BIN) !== realpathOr(standinBin)
+
+if (!fs.existsSync(kernBin)) {
+  throw new Error(
+    realKern
+      ? `KERN_BIN=${kernBin} does not exist`
+      : `the kern stand-in is not built (${standinBin}): run \`cargo build --release -p kern-standin\` ` +
+          'or point KERN_BIN at a real kern',
+  )
+}
+process.env.KERN_BIN = kernBin
+
+/** Skip reason for tests that need the stand-in's argv log. */
+const STANDIN_ONLY = realKern ? 'records argv through the kern stand-in (KERN_STANDIN_ARGV_LOG); KERN_BIN is a real kern' : false
+
+const kern = require(repo)
+
+// ---------------------------------------------------------------------------------------------
+// temp dirs
+
+const made = []
+process.on('exit', () => {
+  for (const d of made) {
+    try {
+      fs.rmSync(d, { recursive: true, force: true })
+    } catch {
+      /* best effort */
+    }
+  }
+})
+
+/** A fresh temp dir (0700), removed when the test process exits. */
+function tmpDir(prefix = 'kst-') {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), prefix))
+  made.push(d)
+  return d
+}
+
+function rand(n = 6) {
+  return crypto.randomBytes(n).toString('hex')
+}
+
+/** Our session dirs (kern-sbx-<pid>-*) in os.tmpdir() for `pid`. */
+function sessionDirs(pid = process.pid) {
+  const prefix = `kern-sbx-${pid}-`
+  try {
+    return fs.readdirSync(os.tmpdir()).filter((n) => n.startsWith(prefix))
+  } catch {
+    return []
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// child processes
+
+/** Writes `source` to a temp .js file and runs it with this node. Resolves with
+ * { code, signal, stdout, stderr, timedOut, pid, child }. `env` entries set to undefined are removed.
+ * `onSpawn(child)` is called right after the spawn. */
+function runNode(source, { env = {}, timeoutMs = 60_000, args = [], onSpawn, cwd } = {}) {
+  const dir = tmpDir('kst-node-')
+  const file = path.join(dir, 'script.js')
+  fs.writeFileSync(file, `const REPO = ${JSON.stringify(repo)};\n${source}`)
+  const childEnv = { ...process.env }
+  for (const [k, v] of Object.entries(env)) {
+    if (v === undefined) delete childEnv[k]
+    else childEnv[k] = v
+  }
+  return new Promise((resolve) => {
+    const child = cp.spawn(process.execPath, [file, ...args], {
+      env: childEnv,
+      cwd: cwd || dir,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let stdout = ''
+    let stderr = ''
+    let timedOut = false
+    child.stdout.on('data', (c) => (stdout += c))
+    child.stderr.on('data', (c) => (stderr += c))
+    const timer = setTimeout(() => {
+      timedOut = true
+      child.kill('SIGKILL')
+    }, timeoutMs)
+    if (onSpawn) onSpawn(child)
+    child.on('close', (code, signal) => {
+      clearTimeout(timer)
+      resolve({ code, signal, stdout, stderr, timedOut, pid: child.pid })
+    })
+  })
+}
+
+/** Parses the last line of a child's stdout that is JSON. */
+function lastJson(stdout) {
+  const lines = stdout.trim().split('\n').filter(Boolean)
+  for (let i = lines.length - 1; i >= 0; i--) {
+    try {
+      return JSON.parse(lines[i])
+    } catch {
+      /* keep looking */
+    }
+  }
+  throw new Error(`no JSON line in child stdout:\n${stdout}`)
+}
+
+// ---------------------------------------------------------------------------------------------
+// kern wrappers and fakes
+
+/** A sh wrapper around `bin` (default: the suite's kern) that exports `env` first (a null value
+ * unsets the variable). */
+function wrapKern(env, bin = kernBin) {
+  const dir = tmpDir('kst-wrap-')
+  const file = path.join(dir, 'kern')
+  const q = (s) => `'${String(s).replace(/'/g, `'\\''`)}'`
+  const lines = ['#!/bin/sh']
+  for (const [k, v] of Object.entries(env)) {
+    if (v === null) lines.push(`unset ${k}`)
+    else lines.push(`${k}=${q(v)}; export ${k}`)
+  }
+  lines.push(`exec ${q(bin)} "$@"`)
+  fs.writeFileSync(file, lines.join('\n') + '\n', { mode: 0o755 })
+  return file
+}
+
+/** Parses a KERN_STANDIN_ARGV_LOG file: one argv array per call. */
+function readArgvLog(file) {
+  let text
+  try {
+    text = fs.readFileSync(file, 'utf8')
+  } catch {
+    return []
+  }
+  return text
+    .split('\n')
+    .filter((l) => l.length > 0)
+    .map((l) => l.split('\0'))
+}
+
+/** A stand-in wrapper that records argv; returns { bin, calls(), boxCalls() }. */
+function recordingKern(extraEnv = {}) {
+  const log = path.join(tmpDir('kst-argv-'), 'argv.log')
+  const bin = wrapKern({ KERN_STANDIN_ARGV_LOG: log, ...extraEnv })
+  return {
+    bin,
+    log,
+    calls: () => readArgvLog(log),
+    boxCalls: () => readArgvLog(log).filter((a) => a[0] === 'box'),
+  }
+}
+
+/**
+ * A fake kern that records, per invocation, its argv, its environment, and the --env-file (content,
+ * mode, its directory's mode), then behaves as told:
+ *   { exitCode, started: [bytes] | null, stdout, stderr, sleepMs, ignoreTerm, strayMs, psLists, psDelayMs }
+ * `box` runs a node script; `ps`/`stop` are answered by a sh front end, fast even on a loaded
+ * machine (stop: "no running box"; ps: `[]`, or with psLists every box this fake ever ran, as if it
+ * survived `stop`; psDelayMs delays the answer). strayMs leaves a detached `sleep` holding
+ * stdout/stderr open after exit; its pid is in strayPid().
+ */
+function fakeKern(behaviour = {}) {
+  const dir = tmpDir('kst-fake-')
+  const file = path.join(dir, 'kern')
+  const boxJs = path.join(dir, 'box.js')
+  const logDir = path.join(dir, 'calls')
+  const boxes = path.join(dir, 'boxes')
+  fs.mkdirSync(logDir)
+  const b = {
+    exitCode: 0,
+    started: [1, 0],
+    stdout: '',
+    stderr: '',
+    sleepMs: 0,
+    ignoreTerm: false,
+    strayMs: 0,
+    psLists: false,
+    psDelayMs: 0,
+    ...behaviour,
+  }
+  const q = (x) => `'${String(x).replace(/'/g, `'\\''`)}'`
+  const sh = `#!/bin/sh
+LOG=${q(logDir)}
+case "$1" in
+  ps|stop)
+    printf '{"argv":["%s","%s"]}' "$1" "$2" > "$LOG/$(date +%s%N)-$$.json"
+    ;;
+esac
+case "$1" in
+  ps)
+    ${b.psDelayMs ? `sleep ${b.psDelayMs / 1000}` : ':'}
+    ${
+      b.psLists
+        ? `printf '['; sep=''; [ -f ${q(boxes)} ] && while read -r n; do printf '%s{"name":"%s","pid":1}' "$sep" "$n"; sep=','; done < ${q(boxes)}; printf ']\\n'`
+        : `echo '[]'`
+    }
+    exit 0 ;;
+  stop)
+    echo "error: no running box named '$2'" >&2
+    exit 1 ;;
+esac
+exec ${q(process.execPath)} ${q(boxJs)} "$@"
+`
+  const js = `'use strict'
+const fs = require('fs'), path = require('path')
+const B = ${JSON.stringify(b)}
+const argv = process.argv.slice(2)
+const rec = { argv, env: { ...process.env }, pid: process.pid }
+const i = argv.indexOf('--env-file')
+if (i >= 0 && argv[i + 1]) {
+  const f = argv[i + 1]
+  rec.envFile = { path: f }
+  try {
+    rec.envFile.content = fs.readFileSync(f, 'utf8')
+    rec.envFile.mode = fs.statSync(f).mode & 0o777
+    rec.envFile.dirMode = fs.statSync(path.dirname(f)).mode & 0o777
+  } catch (e) { rec.envFile.error = String(e) }
+}
+fs.writeFileSync(path.join(${JSON.stringify(logDir)}, String(Date.now()) + String(process.hrtime.bigint() % 1000000n).padStart(6, '0') + '-' + process.pid + '.json'), JSON.stringify(rec))
+if (argv[0] !== 'box') process.exit(1)
+fs.appendFileSync(${JSON.stringify(boxes)}, argv[1] + '\\n')
+if (B.ignoreTerm) { process.on('SIGTERM', () => {}); process.on('SIGINT', () => {}) }
+if (B.strayMs) {
+  const c = require('child_process').spawn('sleep', [String(B.strayMs / 1000)], { stdio: ['ignore', 1, 2], detached: true })
+  fs.writeFileSync(path.join(${JSON.stringify(dir)}, 'stray.pid'), String(c.pid))
+  c.unref()
+}
+const finish = () => {
+  if (B.stdout) fs.writeSync(1, B.stdout)
+  if (B.stderr) fs.writeSync(2, B.stderr)
+  const fd = Number(process.env.KERN_STARTED_FD)
+  if (B.started && fd > 2) { try { fs.writeSync(fd, Buffer.from(B.started)) } catch {} }
+  process.exit(B.exitCode)
+}
+if (B.sleepMs) setTimeout(finish, B.sleepMs); else finish()
+`
+  fs.writeFileSync(boxJs, js)
+  fs.writeFileSync(file, sh, { mode: 0o755 })
+  const calls = () =>
+    fs
+      .readdirSync(logDir)
+      .filter((n) => n.endsWith('.json'))
+      .sort()
+      .map((n) => JSON.parse(fs.readFileSync(path.join(logDir, n), 'utf8')))
+  const strayPid = () => {
+    try {
+      return Number(fs.readFileSync(path.join(dir, 'stray.pid'), 'utf8'))
+    } catch {
+      return 0
+    }
+  }
+  return { bin: file, calls, boxCalls: () => calls().filter((c) => c.argv[0] === 'box'), strayPid }
+}
+
+/** Constructs a Sandbox with KERN_BIN temporarily pointing at `bin` (the constructor locates kern). */
+function sandboxWith(bin, opts = {}) {
+  const saved = process.env.KERN_BIN
+  process.env.KERN_BIN = bin
+  try {
+    return new kern.Sandbox(opts)
+  } finally {
+    process.env.KERN_BIN = saved
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// /proc probes
+
+/** Live (non-zombie) processes whose cmdline contains `marker`, excluding this process. */
+function procsMatching(marker) {
+  const out = []
+  let entries
+  try {
+    entries = fs.readdirSync('/proc')
+  } catch {
+    return out
+  }
+  for (const e of entries) {
+    if (!/^\d+$/.test(e)) continue
+    const pid = Number(e)
+    if (pid === process.pid) continue
+    try {
+      const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'latin1')
+      if (!cmd.includes(marker)) continue
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'latin1')
+      const state = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0]
+      if (state === 'Z' || state === 'X') continue
+      out.push({ pid, cmd: cmd.replace(/\0/g, ' ').trim(), state })
+    } catch {
+      /* vanished */
+    }
+  }
+  return out
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+
+/** Polls `fn` until it returns truthy or `ms` passes; returns its last value. */
+async function waitFor(fn, ms, every = 100) {
+  const end = Date.now() + ms
+  let v = await fn()
+  while (!v && Date.now() < end) {
+    await sleep(every)
+    v = await fn()
+  }
+  return v
+}
+
+/** Rejects if `p` does not settle within `ms` (so a hang fails one test, not the suite). */
+function within(p, ms, what = 'operation') {
+  let timer
+  const guard = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not settle within ${ms} ms`)), ms)
+  })
+  return Promise.race([p, guard]).finally(() => clearTimeout(timer))
+}
+
+/** The reference's mem byte semantics are host-dependent; a SIGKILL in a box without --memory is
+ * always `killed`. */
+const PY_SELF_SIGKILL = 'import os, signal\nos.kill(os.getpid(), signal.SIGKILL)'
+
+module.exports = {
+  repo,
+  kern,
+  kernBin,
+  realKern,
+  standinBin,
+  STANDIN_ONLY,
+  tmpDir,
+  rand,
+  sessionDirs,
+  runNode,
+  lastJson,
+  wrapKern,
+  readArgvLog,
+  recordingKern,
+  fakeKern,
+  sandboxWith,
+  procsMatching,
+  sleep,
+  waitFor,
+  within,
+  PY_SELF_SIGKILL,
+}
