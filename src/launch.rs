@@ -74,7 +74,8 @@ extern "C" fn child(arg: *mut libc::c_void) -> libc::c_int {
             if libc::sigaction(sig, std::ptr::null(), &mut old) != 0 {
                 continue;
             }
-            if old.sa_sigaction != libc::SIG_IGN || sig == libc::SIGPIPE {
+            let handled = old.sa_sigaction != libc::SIG_IGN && old.sa_sigaction != libc::SIG_DFL;
+            if handled || sig == libc::SIGPIPE {
                 let mut dfl: libc::sigaction = std::mem::zeroed();
                 dfl.sa_sigaction = libc::SIG_DFL;
                 libc::sigaction(sig, &dfl, std::ptr::null_mut());

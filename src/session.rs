@@ -247,7 +247,7 @@ impl Session {
         let track = self.cfg.track_files;
         let deps_wanted = self.cfg.deps_readonly && !setup;
         let (o, p) = (opened.clone(), env_path.clone());
-        let (before, deps_readonly) = blocking(move || {
+        let (before, deps_readonly) = inline_blocking(move || {
             write_private(&p, env_body.as_bytes())?;
             let deps = deps_wanted && o.ws.path().join(DEPS_DIR).symlink_metadata().is_ok_and(|m| m.is_dir());
             let before = if track { Some(track::index(&o.ws, &[])?) } else { None };
@@ -282,7 +282,7 @@ impl Session {
         .await;
 
         let o = opened.clone();
-        let files = blocking(move || {
+        let files = inline_blocking(move || {
             let _ = std::fs::remove_file(&env_path);
             match before {
                 Some(before) => Ok(track::diff(&before, &track::index(&o.ws, &[])?)),
@@ -395,6 +395,16 @@ fn write_private(p: &Path, body: &[u8]) -> Result<()> {
 fn remove_private(dir: &Path) {
     let _ = std::fs::remove_dir_all(dir);
     cleanup::untrack_dir(dir);
+}
+
+/// Runs short blocking filesystem work of a call in place on its worker thread (the other tasks
+/// move elsewhere), sparing the two thread hand-offs of the blocking pool on every call.
+async fn inline_blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    if tokio::runtime::Handle::current().runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread {
+        tokio::task::block_in_place(|| crate::errors::guard(f))
+    } else {
+        blocking(f).await
+    }
 }
 
 /// Runs blocking filesystem work on tokio's blocking pool; a panic there becomes a SandboxError.

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 use tokio::process::{Child, Command};
-use tokio::sync::{oneshot, Notify};
+use tokio::sync::{oneshot, watch, Notify};
 
 use crate::cleanup;
 use crate::errors::{Error, Result};
@@ -174,47 +174,44 @@ pub async fn run_box(l: Launch<'_>) -> Result<BoxRun> {
     let stderr = pipe::Receiver::from_owned_fd(spawned.stderr)
         .map_err(|e| Error::io("could not read kern's stderr", e))?;
 
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
-        let _ = rx.wait_for(|v| *v).await;
+    // Output is read in this same task (no spawns: fewer thread hand-offs per call). While kern
+    // runs the pipes are read to EOF; once it is gone they get a bounded moment, in case a stray
+    // process still holds them.
+    let (drain_tx, drain_rx) = watch::channel::<Option<Duration>>(None);
+    let drained = |mut rx: watch::Receiver<Option<Duration>>| async move {
+        let budget = rx.wait_for(Option::is_some).await.map(|v| v.unwrap_or_default()).unwrap_or_default();
+        tokio::time::sleep(budget).await;
     };
-    let out = tokio::spawn(pump(stdout, l.cap, l.on_stdout, stopped(stop_rx.clone())));
-    let err = tokio::spawn(pump(stderr, l.cap, l.on_stderr, stopped(stop_rx.clone())));
-    let started = tokio::spawn(read_started(started_r, stopped(stop_rx)));
-
-    let mut timed_out = false;
-    let mut stop_reason = None;
-    let status = tokio::select! {
-        s = child.wait() => Some(s),
-        _ = tokio::time::sleep(l.timeout) => { timed_out = true; None }
-        _ = l.cancel.fired() => { stop_reason = l.cancel.reason(); None }
+    let io = async {
+        tokio::join!(
+            pump(stdout, l.cap, l.on_stdout, drained(drain_rx.clone())),
+            pump(stderr, l.cap, l.on_stderr, drained(drain_rx.clone())),
+            read_started(started_r, drained(drain_rx)),
+        )
     };
-    let mut survivors = None;
-    let status = match status {
-        Some(s) => Some(s),
-        None => {
-            let reaped = teardown(l.kern, l.name, pgid, &mut child).await;
-            // Not reaped yet: dropping the Reaper finishes the wait in the background.
-            survivors = confirm_gone(l.kern, l.name, pgid).await;
-            reaped
-        }
+    let life = async {
+        let mut timed_out = false;
+        let mut stop_reason = None;
+        let status = tokio::select! {
+            s = child.wait() => Some(s),
+            _ = tokio::time::sleep(l.timeout) => { timed_out = true; None }
+            _ = l.cancel.fired() => { stop_reason = l.cancel.reason(); None }
+        };
+        let mut survivors = None;
+        let status = match status {
+            Some(s) => Some(s),
+            None => {
+                let reaped = teardown(l.kern, l.name, pgid, &mut child).await;
+                // Not reaped yet: dropping the Reaper finishes the wait in the background.
+                survivors = confirm_gone(l.kern, l.name, pgid).await;
+                reaped
+            }
+        };
+        let budget = if timed_out || stop_reason.is_some() { DRAIN_AFTER_KILL } else { DRAIN_BUDGET };
+        let _ = drain_tx.send(Some(budget));
+        (status, timed_out, stop_reason, survivors)
     };
-    // Give the pipes a bounded moment to reach EOF, then stop reading.
-    let drain = async {
-        let o = out.await.unwrap_or_default();
-        let e = err.await.unwrap_or_default();
-        let s = started.await.unwrap_or(Started::Silent);
-        (o, e, s)
-    };
-    tokio::pin!(drain);
-    let budget = if timed_out || stop_reason.is_some() { DRAIN_AFTER_KILL } else { DRAIN_BUDGET };
-    let (stdout, stderr, started) = match tokio::time::timeout(budget, &mut drain).await {
-        Ok(v) => v,
-        Err(_) => {
-            let _ = stop_tx.send(true);
-            drain.await
-        }
-    };
+    let ((status, timed_out, stop_reason, survivors), (stdout, stderr, started)) = tokio::join!(life, io);
     let exit_code = match (status, timed_out || stop_reason.is_some()) {
         (Some(s), false) => launch::exit_code(s),
         (Some(s), true) => launch::exit_code(s).max(crate::fault::EXIT_SIGKILL),
