@@ -59,6 +59,22 @@ pub fn guard<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
     }
 }
 
+/// A future whose panic becomes a SandboxError instead of an unresolved promise.
+pub struct Guarded<F>(pub F);
+
+impl<T, F: std::future::Future<Output = Result<T>>> std::future::Future for Guarded<F> {
+    type Output = Result<T>;
+
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<T>> {
+        // SAFETY: structural pinning of the only field; it is never moved out.
+        let inner = unsafe { self.map_unchecked_mut(|g| &mut g.0) };
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.poll(cx))) {
+            Ok(p) => p,
+            Err(p) => std::task::Poll::Ready(Err(Error::sandbox(format!("internal error: {}", panic_message(&p))))),
+        }
+    }
+}
+
 pub fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
     if let Some(s) = p.downcast_ref::<&str>() {
         (*s).to_string()
@@ -79,6 +95,12 @@ mod tests {
         assert_eq!(e.reason, "[ERR_MOUNT_REFUSED] no");
         let e: napi::Error = Error::sandbox("bad").into();
         assert_eq!(e.reason, "[ERR_SANDBOX] bad");
+    }
+
+    #[tokio::test]
+    async fn guarded_futures_turn_panics_into_errors() {
+        let r: Result<()> = Guarded(async { panic!("late boom") }).await;
+        assert!(matches!(r, Err(Error::Sandbox(m)) if m.contains("late boom")));
     }
 
     #[test]

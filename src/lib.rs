@@ -80,6 +80,15 @@ impl From<Outcome> for NativeResult {
     }
 }
 
+/// Runs a call's future on tokio as a JS promise; errors map once (tagged), panics included.
+fn promise<'e, T, F>(env: &'e Env, fut: F) -> napi::Result<PromiseRaw<'e, T>>
+where
+    T: 'static + Send + napi::bindgen_prelude::ToNapiValue,
+    F: 'static + Send + std::future::Future<Output = errors::Result<T>>,
+{
+    env.spawn_future(async move { Ok(errors::Guarded(fut).await?) })
+}
+
 /// Registers the exit-time cleanup once per napi env.
 fn hook_env(env: &Env) -> usize {
     static HOOKED: OnceLock<Mutex<HashSet<usize>>> = OnceLock::new();
@@ -147,13 +156,13 @@ impl NativeSandbox {
     ) -> napi::Result<PromiseRaw<'e, ()>> {
         let s = self.inner.clone();
         let sinks = CallOptions { on_stdout, on_stderr, ..Default::default() };
-        env.spawn_future(async move { Ok(s.open(sinks).await?) })
+        promise(env, async move { s.open(sinks).await })
     }
 
     #[napi(ts_return_type = "Promise<void>")]
     pub fn close<'e>(&self, env: &'e Env) -> napi::Result<PromiseRaw<'e, ()>> {
         let s = self.inner.clone();
-        env.spawn_future(async move {
+        promise(env, async move {
             s.close().await;
             Ok(())
         })
@@ -193,10 +202,10 @@ impl NativeSandbox {
     ) -> napi::Result<PromiseRaw<'e, NativeResult>> {
         let (opts, id) = self.call_options(call, on_stdout, on_stderr)?;
         let (s, calls) = (self.inner.clone(), self.calls.clone());
-        env.spawn_future(async move {
+        promise(env, async move {
             let r = s.run(command, opts).await;
             Self::finish_call(&calls, id);
-            Ok(r?.into())
+            r.map(NativeResult::from)
         })
     }
 
@@ -212,10 +221,10 @@ impl NativeSandbox {
     ) -> napi::Result<PromiseRaw<'e, NativeResult>> {
         let (opts, id) = self.call_options(call, on_stdout, on_stderr)?;
         let (s, calls) = (self.inner.clone(), self.calls.clone());
-        env.spawn_future(async move {
+        promise(env, async move {
             let r = s.run_code(code, &language, opts).await;
             Self::finish_call(&calls, id);
-            Ok(r?.into())
+            r.map(NativeResult::from)
         })
     }
 
@@ -239,7 +248,7 @@ impl NativeSandbox {
             Either::B(s) => s.into_bytes(),
         };
         let s = self.inner.clone();
-        env.spawn_future(async move { Ok(s.write_file(path, bytes).await?) })
+        promise(env, async move { s.write_file(path, bytes).await })
     }
 
     #[napi(ts_return_type = "Promise<Buffer>")]
@@ -251,7 +260,7 @@ impl NativeSandbox {
     ) -> napi::Result<PromiseRaw<'e, Buffer>> {
         let max = nonnegative_bytes(max_bytes, "maxBytes")?;
         let s = self.inner.clone();
-        env.spawn_future(async move { Ok(s.read_file(path, max).await?.into()) })
+        promise(env, async move { s.read_file(path, max).await.map(Buffer::from) })
     }
 
     #[napi(ts_return_type = "Promise<FileInfo[]>")]
@@ -261,7 +270,7 @@ impl NativeSandbox {
         subdir: Option<String>,
     ) -> napi::Result<PromiseRaw<'e, Vec<FileInfo>>> {
         let s = self.inner.clone();
-        env.spawn_future(async move { Ok(s.list_files(subdir.unwrap_or_default()).await?) })
+        promise(env, async move { s.list_files(subdir.unwrap_or_default()).await })
     }
 
     #[napi]
