@@ -250,7 +250,8 @@ impl Session {
         let (before, deps_readonly) = inline_blocking(move || {
             write_private(&p, env_body.as_bytes())?;
             let deps = deps_wanted && o.ws.path().join(DEPS_DIR).symlink_metadata().is_ok_and(|m| m.is_dir());
-            let before = if track { Some(track::index(&o.ws, &[])?) } else { None };
+            // A workspace we cannot walk costs this call its `files`, never the call itself.
+            let before = if track { track::index(&o.ws, &[]).ok() } else { None };
             Ok((before, deps))
         })
         .await?;

@@ -29,7 +29,7 @@ pub struct FileInfo {
 /// Regular files below `sub`, `.deps` excluded, keyed by workspace-relative path.
 pub fn index(ws: &Workspace, sub: &[String]) -> Result<Index> {
     let mut out = Index::new();
-    ws.walk(sub, true, &mut |e| {
+    ws.walk(sub, true, false, &mut |e| {
         if let Entry::File { rel, stat, .. } = e {
             if is_code_cell(rel) {
                 return Ok(()); // another call's temporary code file, not a user artifact

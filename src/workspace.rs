@@ -203,12 +203,15 @@ impl Workspace {
     /// Walks the tree below `sub` depth-first, never following a symlink and skipping symlinks,
     /// sockets, FIFOs and devices. With `skip_deps`, directories named `.deps` are not entered.
     /// Entries come in name order. Only the directories on the current path are open, so a
-    /// wide tree cannot exhaust our fds; a directory that cannot be opened for another reason
-    /// than vanishing or being swapped for a non-directory is an error, never a silent skip.
+    /// wide tree cannot exhaust our fds. A directory that vanished or was swapped for a
+    /// non-directory is skipped. One we may not open (the box can `chmod 000` it) or one nested
+    /// too deep is an error when `strict` (a snapshot must not silently miss files) and skipped
+    /// otherwise (file tracking and listing must not fail the session's later calls).
     pub fn walk(
         &self,
         sub: &[String],
         skip_deps: bool,
+        strict: bool,
         visit: &mut dyn FnMut(Entry<'_>) -> Result<()>,
     ) -> Result<()> {
         let top = self
@@ -237,6 +240,9 @@ impl Workspace {
                 FileType::Directory if !(skip_deps && name == crate::argv::DEPS_DIR) => {
                     visit(Entry::Dir { rel: &rel })?;
                     if depth >= MAX_DEPTH {
+                        if !strict {
+                            continue;
+                        }
                         return Err(Error::sandbox(format!(
                             "the workspace is nested deeper than {MAX_DEPTH} directories at {rel:?}"
                         )));
@@ -249,6 +255,7 @@ impl Workspace {
                         }
                         // Removed, or swapped for a symlink or file, since we listed it.
                         Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ELOOP | libc::ENOTDIR)) => {}
+                        Err(e) if !strict && matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)) => {}
                         Err(e) => return Err(describe("cannot list", &rel, e)),
                     }
                 }
@@ -328,6 +335,24 @@ mod tests {
         assert!(w.write_file("leaf", b"x").is_err());
         assert!(!outside.path().join("new").exists());
         assert_eq!(std::fs::read(outside.path().join("secret")).unwrap(), b"s");
+    }
+
+    #[test]
+    fn too_deep_trees_fail_strict_walks_only() {
+        let (d, w) = ws();
+        let deep: std::path::PathBuf = (0..MAX_DEPTH + 2).map(|_| "d").collect();
+        std::fs::create_dir_all(d.path().join(&deep)).unwrap();
+        std::fs::write(d.path().join("top"), b"x").unwrap();
+        let mut files = 0;
+        let mut count = |e: Entry<'_>| {
+            if let Entry::File { .. } = e {
+                files += 1;
+            }
+            Ok(())
+        };
+        assert!(w.walk(&[], false, false, &mut count).is_ok());
+        assert_eq!(files, 1);
+        assert!(w.walk(&[], false, true, &mut |_| Ok(())).is_err());
     }
 
     #[test]
