@@ -166,12 +166,11 @@ function checkCallback(name, fn) {
   }
 }
 
-/** Wraps a chunk callback for the native queue: skips the end-of-stream marker (an empty
- * Buffer) and never lets a throw (or a rejected promise) escape into Node. */
+/** Wraps a chunk callback for the native side: a throw (or a rejected promise) from user code
+ * must never escape into Node, where it would be fatal from a threadsafe-function call. */
 function chunkSink(fn) {
   if (fn == null) return undefined
   return (chunk) => {
-    if (chunk.length === 0) return
     try {
       const r = fn(chunk)
       if (r && typeof r.then === 'function') r.then(undefined, () => {})

@@ -1,21 +1,33 @@
 //! Capped, streamed capture of a box's stdout/stderr.
 //!
 //! One read loop per stream. The capture keeps at most `cap` bytes but keeps draining past it, so
-//! a flooding box never blocks on a full pipe. Chunks go to the JS callback through a bounded,
-//! unref'd ThreadsafeFunction queue: a callback that keeps up sees every chunk in order; one that
-//! falls far behind loses chunks instead of growing host memory.
+//! a flooding box never blocks on a full pipe. Chunks go to the JS callback through an unref'd
+//! ThreadsafeFunction with a window of bytes in flight; while the window is full, new output is
+//! merged into one pending chunk. A callback that keeps up (even one that lags for a while) sees
+//! every byte in order; one that falls far behind loses output past the pending bound instead of
+//! growing host memory.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use napi::bindgen_prelude::Buffer;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::Status;
 use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::sync::Notify;
 
-/// Chunks waiting for the JS thread, per stream. 512 × 64 KiB bounds the queue at 32 MiB.
-pub const QUEUE_DEPTH: usize = 512;
+/// napi's own queue bound; our byte window below keeps us well under it.
+pub const QUEUE_DEPTH: usize = 1024;
 const READ_SIZE: usize = 64 * 1024;
+/// Bytes and chunks handed to JS but not yet consumed, per stream.
+const WINDOW_BYTES: usize = 8 << 20;
+const WINDOW_CHUNKS: usize = 256;
+/// Bytes merged while the window is full, per stream; past this, output is dropped.
+const PENDING_BYTES: usize = 8 << 20;
+/// How long a finished call waits for JS to consume what it was handed.
+const DELIVERY_WAIT: Duration = Duration::from_secs(10);
 
 /// A JS chunk callback: not callee-handled (index.js wraps it so it never throws), weak (never
 /// keeps Node alive), bounded.
@@ -45,6 +57,81 @@ fn keep(out: &mut Vec<u8>, chunk: &[u8], cap: usize) -> bool {
 }
 
 /// Reads `r` to EOF (or until `stop` resolves), capturing up to `cap` bytes.
+/// The JS side of one stream: a byte window in flight plus one merged pending chunk.
+struct Sink {
+    f: ChunkFn,
+    in_flight: Arc<AtomicUsize>,
+    chunks: Arc<AtomicUsize>,
+    freed: Arc<Notify>,
+    pending: Vec<u8>,
+}
+
+impl Sink {
+    fn new(f: ChunkFn) -> Sink {
+        Sink {
+            f,
+            in_flight: Default::default(),
+            chunks: Default::default(),
+            freed: Default::default(),
+            pending: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, chunk: &[u8]) {
+        if self.pending.len() + chunk.len() <= PENDING_BYTES {
+            self.pending.extend_from_slice(chunk);
+        }
+        self.send();
+    }
+
+    /// Hands the pending bytes to JS if the window has room (or nothing is in flight).
+    fn send(&mut self) {
+        let flying = self.in_flight.load(Ordering::Acquire);
+        let full = self.chunks.load(Ordering::Acquire) >= WINDOW_CHUNKS
+            || (flying > 0 && flying + self.pending.len() > WINDOW_BYTES);
+        if self.pending.is_empty() || full {
+            return;
+        }
+        let data = std::mem::take(&mut self.pending);
+        let len = data.len();
+        self.in_flight.fetch_add(len, Ordering::AcqRel);
+        self.chunks.fetch_add(1, Ordering::AcqRel);
+        let (bytes, chunks, freed) = (self.in_flight.clone(), self.chunks.clone(), self.freed.clone());
+        let status = self.f.call_with_return_value(
+            Buffer::from(data),
+            ThreadsafeFunctionCallMode::NonBlocking,
+            move |_, _| {
+                bytes.fetch_sub(len, Ordering::AcqRel);
+                chunks.fetch_sub(1, Ordering::AcqRel);
+                freed.notify_one();
+                Ok(())
+            },
+        );
+        if status != Status::Ok {
+            // Closing: Node is shutting down and these bytes can no longer be delivered.
+            self.in_flight.fetch_sub(len, Ordering::AcqRel);
+            self.chunks.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
+    /// Delivers what is pending and waits (bounded) until JS has consumed everything, so a
+    /// result never resolves ahead of its own output.
+    async fn finish(mut self) {
+        let deadline = tokio::time::Instant::now() + DELIVERY_WAIT;
+        loop {
+            self.send();
+            if self.pending.is_empty() && self.chunks.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            let freed = self.freed.notified();
+            if tokio::time::timeout_at(deadline, freed).await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// Reads `r` to EOF (or until `stop` resolves), capturing up to `cap` bytes.
 pub async fn pump<R: AsyncRead + Unpin>(
     mut r: R,
     cap: usize,
@@ -53,10 +140,19 @@ pub async fn pump<R: AsyncRead + Unpin>(
 ) -> Captured {
     let mut buf = vec![0u8; READ_SIZE];
     let mut got = Captured::default();
+    let mut sink = sink.map(Sink::new);
     tokio::pin!(stop);
     loop {
+        let waiting = sink.as_ref().is_some_and(|s| !s.pending.is_empty());
+        let freed = sink.as_ref().map(|s| s.freed.clone());
         let read = tokio::select! {
             r = r.read(&mut buf) => r,
+            _ = async { freed.expect("checked").notified().await }, if waiting => {
+                if let Some(s) = sink.as_mut() {
+                    s.send();
+                }
+                continue;
+            }
             _ = &mut stop => break,
         };
         let n = match read {
@@ -66,29 +162,15 @@ pub async fn pump<R: AsyncRead + Unpin>(
             Err(_) => break,
         };
         let chunk = &buf[..n];
-        if let Some(f) = &sink {
-            // QueueFull drops the chunk: the documented best-effort contract.
-            let _ = f.call(Buffer::from(chunk.to_vec()), ThreadsafeFunctionCallMode::NonBlocking);
+        if let Some(s) = sink.as_mut() {
+            s.push(chunk);
         }
         got.truncated |= keep(&mut got.bytes, chunk, cap);
     }
-    if let Some(f) = sink {
-        flush(&f).await;
+    if let Some(s) = sink {
+        s.finish().await;
     }
     got
-}
-
-/// Waits until JS has run every chunk queued before this point, so a result never resolves ahead
-/// of its own output. An empty Buffer is the marker; index.js ignores it.
-async fn flush(f: &ChunkFn) {
-    for _ in 0..2000 {
-        match f.call_async(Buffer::from(Vec::new())).await {
-            Err(e) if e.status == Status::QueueFull => {
-                tokio::time::sleep(Duration::from_millis(5)).await
-            }
-            _ => return,
-        }
-    }
 }
 
 #[cfg(test)]
