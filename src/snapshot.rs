@@ -8,7 +8,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use flate2::{read::GzDecoder, write::GzEncoder, Compression};
+use flate2::{read::GzDecoder, Compress, Compression, Crc, FlushCompress};
 
 use crate::errors::{Error, Result};
 use crate::workspace::{Entry, Workspace};
@@ -45,7 +45,7 @@ fn temp_beside(dest: &Path) -> PathBuf {
 fn write_archive(ws: &Workspace, out: &File, out_path: &Path, limit: u64) -> Result<()> {
     let own = out.metadata().map(|m| (m.dev(), m.ino())).ok();
     let mut total: u64 = 0;
-    let gz = GzEncoder::new(BufWriter::with_capacity(IO_BUF, out), Compression::new(1));
+    let gz = ChunkedGz::new(BufWriter::with_capacity(IO_BUF, out)).map_err(|e| Error::io("snapshot", e))?;
     let mut tar = tar::Builder::new(gz);
     let fail = |e: io::Error| Error::io(format!("snapshot: cannot write {}", out_path.display()), e);
     ws.walk(&[], false, true, &mut |entry| match entry {
@@ -83,6 +83,110 @@ fn write_archive(ws: &Workspace, out: &File, out_path: &Path, limit: u64) -> Res
     let gz = tar.into_inner().map_err(fail)?;
     let mut buf = gz.finish().map_err(fail)?;
     buf.flush().map_err(fail)
+}
+
+/// Compression unit: each chunk is deflated on its own and sync-flushed, so chunks can be
+/// compressed in parallel and still concatenate into one ordinary gzip member (as pigz does).
+const CHUNK: usize = 1 << 20;
+
+/// A gzip writer tuned for checkpoints: level 1, chunks compressed two at a time when a second
+/// core exists, and chunks that do not compress (media, archives, random data) stored as they
+/// are instead of being made larger at great cost. Output is a single standard gzip member.
+struct ChunkedGz<W: Write> {
+    out: W,
+    /// Full chunks waiting to be compressed together, and the partial one being filled.
+    ready: Vec<Vec<u8>>,
+    filling: Vec<u8>,
+    crc: Crc,
+    parallel: bool,
+}
+
+impl<W: Write> ChunkedGz<W> {
+    fn new(mut out: W) -> io::Result<Self> {
+        // Header: no name, no mtime, "fastest" flag, unknown OS.
+        out.write_all(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 4, 0xff])?;
+        let parallel = std::thread::available_parallelism().map_or(false, |n| n.get() > 1);
+        Ok(ChunkedGz { out, ready: Vec::new(), filling: Vec::with_capacity(CHUNK), crc: Crc::new(), parallel })
+    }
+
+    /// Compresses and writes the ready chunks, in order; `last` closes the deflate stream.
+    fn drain(&mut self, last: bool) -> io::Result<()> {
+        let chunks = std::mem::take(&mut self.ready);
+        let n = chunks.len();
+        let outputs: Vec<io::Result<Vec<u8>>> = if self.parallel && n > 1 {
+            std::thread::scope(|s| {
+                let (head, tail) = chunks.split_at(n / 2);
+                let other = s.spawn(|| deflate_chunks(head, false));
+                let mine = deflate_chunks(tail, last);
+                let mut all = other.join().unwrap_or_else(|_| vec![Err(io::Error::other("compression thread panicked"))]);
+                all.extend(mine);
+                all
+            })
+        } else {
+            let k = chunks.len();
+            chunks.iter().enumerate().map(|(i, c)| deflate(c, last && i + 1 == k)).collect()
+        };
+        for (c, o) in chunks.iter().zip(outputs) {
+            self.crc.update(c);
+            self.out.write_all(&o?)?;
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> io::Result<W> {
+        let tail = std::mem::take(&mut self.filling);
+        self.ready.push(tail); // possibly empty: it still carries the final block
+        self.drain(true)?;
+        self.out.write_all(&self.crc.sum().to_le_bytes())?;
+        self.out.write_all(&self.crc.amount().to_le_bytes())?;
+        Ok(self.out)
+    }
+}
+
+impl<W: Write> Write for ChunkedGz<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = buf.len().min(CHUNK - self.filling.len());
+        self.filling.extend_from_slice(&buf[..n]);
+        if self.filling.len() == CHUNK {
+            let full = std::mem::replace(&mut self.filling, Vec::with_capacity(CHUNK));
+            self.ready.push(full);
+            if self.ready.len() >= 2 {
+                self.drain(false)?;
+            }
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+fn deflate_chunks(chunks: &[Vec<u8>], last: bool) -> Vec<io::Result<Vec<u8>>> {
+    let k = chunks.len();
+    chunks.iter().enumerate().map(|(i, c)| deflate(c, last && i + 1 == k)).collect()
+}
+
+/// Raw deflate of one chunk: stored if a sample shows it does not compress, else level 1.
+fn deflate(chunk: &[u8], last: bool) -> io::Result<Vec<u8>> {
+    let sample = &chunk[..chunk.len().min(32 << 10)];
+    let level = if !sample.is_empty() && raw_deflate(sample, 1, false)?.len() * 100 > sample.len() * 97 { 0 } else { 1 };
+    raw_deflate(chunk, level, last)
+}
+
+fn raw_deflate(input: &[u8], level: u32, last: bool) -> io::Result<Vec<u8>> {
+    let mut c = Compress::new(Compression::new(level), false);
+    let mut out = Vec::with_capacity(input.len() + input.len() / 64 + 1024);
+    let flush = if last { FlushCompress::Finish } else { FlushCompress::Sync };
+    loop {
+        let consumed = c.total_in() as usize;
+        c.compress_vec(&input[consumed..], &mut out, flush).map_err(io::Error::other)?;
+        // Done once all input is in and the last call left spare room (nothing more to emit).
+        if c.total_in() as usize == input.len() && out.len() < out.capacity() {
+            return Ok(out);
+        }
+        out.reserve(64 << 10);
+    }
 }
 
 /// Yields exactly `left` bytes: the file's own, then zeros if it shrank while being archived, so
@@ -239,9 +343,33 @@ mod tests {
         let mut b = tar::Builder::new(Vec::new());
         build(&mut b);
         let raw = b.into_inner().unwrap();
-        let mut e = GzEncoder::new(Vec::new(), Compression::fast());
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), Compression::fast());
         e.write_all(&raw).unwrap();
         e.finish().unwrap()
+    }
+
+    #[test]
+    fn chunked_gzip_is_one_standard_member() {
+        // Compressible text, random bytes, and sizes around the chunk boundary.
+        let mut data = Vec::new();
+        for i in 0..(3 * CHUNK / 10) {
+            data.extend_from_slice(format!("line {i}\n").as_bytes());
+        }
+        let mut x: u64 = 0x9e3779b97f4a7c15;
+        for _ in 0..(CHUNK + 12345) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            data.push(x as u8);
+        }
+        for len in [0, 1, CHUNK - 1, CHUNK, CHUNK + 1, data.len()] {
+            let mut gz = ChunkedGz::new(Vec::new()).unwrap();
+            gz.write_all(&data[..len]).unwrap();
+            let out = gz.finish().unwrap();
+            let mut back = Vec::new();
+            GzDecoder::new(&out[..]).read_to_end(&mut back).unwrap();
+            assert_eq!(back, &data[..len], "len {len}");
+        }
     }
 
     #[test]

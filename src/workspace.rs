@@ -119,8 +119,15 @@ impl Workspace {
             OFlags::WRONLY | OFlags::CREATE | OFlags::NONBLOCK,
             Mode::from_raw_mode(mode),
         )?;
-        require_regular(&fd)?;
-        rustix::fs::ftruncate(&fd, 0)?;
+        let st = rustix::fs::fstat(&fd)?;
+        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+            return Err(io::Error::from_raw_os_error(libc::ENXIO));
+        }
+        // Only truncate what has content: on ext4 a truncate marks the file for writeback at
+        // close, which costs restores of many new files dearly.
+        if st.st_size > 0 {
+            rustix::fs::ftruncate(&fd, 0)?;
+        }
         // Regular files ignore O_NONBLOCK; clear it anyway so writes are plain blocking writes.
         rustix::fs::fcntl_setfl(&fd, OFlags::WRONLY)?;
         Ok(File::from(fd))
