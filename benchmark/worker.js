@@ -1,0 +1,312 @@
+'use strict'
+// One measurement in a fresh Node process, so RSS peaks, heaps and event-loop state never leak
+// from one measurement into the next. run.js starts it as `node worker.js '<json spec>'` with
+// KERN_BIN set for the row; the result is the last stdout line, prefixed with RESULT_TAG.
+
+const fs = require('fs')
+const path = require('path')
+const crypto = require('crypto')
+const { spawn } = require('child_process')
+const { performance, monitorEventLoopDelay } = require('perf_hooks')
+
+const RESULT_TAG = '@@RESULT '
+const MiB = 1024 * 1024
+
+const spec = JSON.parse(process.argv[2])
+
+function now() {
+  return performance.now()
+}
+
+function status() {
+  const s = fs.readFileSync('/proc/self/status', 'utf8')
+  const kb = (k) => Number((new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(s) || [])[1] || 0) * 1024
+  return { rss: kb('VmRSS'), hwm: kb('VmHWM') }
+}
+
+/** Starts a peak-RSS window: resets VmHWM to the current RSS (`5` > clear_refs, Linux ≥ 4.0). */
+function rssWindow() {
+  let reset = true
+  try {
+    fs.writeFileSync('/proc/self/clear_refs', '5')
+  } catch {
+    reset = false // VmHWM then includes anything before; still a fresh process per measurement
+  }
+  const base = status().rss
+  return {
+    end() {
+      const s = status()
+      return { baseRss: base, peakRss: s.hwm, growth: s.hwm - base, hwmReset: reset }
+    },
+  }
+}
+
+/** Main-thread stalls, three views: the lateness of a 1 ms setInterval (what a user feels), the
+ * same minus the time the JS thread spent waiting for a CPU in that interval (from
+ * /proc/self/task/<pid>/schedstat: on a loaded machine most lateness is the OS not running us,
+ * not work on the JS thread), and perf_hooks' event-loop-delay histogram as a cross-check. */
+function stallMonitor() {
+  let fd = null
+  const buf = Buffer.alloc(128)
+  try {
+    fd = fs.openSync(`/proc/self/task/${process.pid}/schedstat`, 'r')
+  } catch {}
+  const waitMs = () => {
+    if (fd === null) return 0
+    const n = fs.readSync(fd, buf, 0, buf.length, 0)
+    return Number(buf.toString('latin1', 0, n).split(' ')[1]) / 1e6
+  }
+  let last = now()
+  let lastWait = waitMs()
+  let max = 0
+  let maxOwn = 0
+  const timer = setInterval(() => {
+    const t = now()
+    const w = waitMs()
+    const lag = t - last - 1
+    const own = lag - (w - lastWait)
+    if (lag > max) max = lag
+    if (own > maxOwn) maxOwn = own
+    last = t
+    lastWait = w
+  }, 1)
+  const h = monitorEventLoopDelay({ resolution: 1 })
+  h.enable()
+  return {
+    stop() {
+      clearInterval(timer)
+      h.disable()
+      if (fd !== null) fs.closeSync(fd)
+      return {
+        intervalMaxMs: Math.max(0, max),
+        ownMaxMs: fd === null ? null : Math.max(0, maxOwn),
+        eldMaxMs: h.max / 1e6,
+        eldP99Ms: h.percentile(99) / 1e6,
+      }
+    },
+  }
+}
+
+function load() {
+  return require(spec.module)
+}
+
+async function openSandbox(opts = {}) {
+  const { Sandbox } = load()
+  const s = new Sandbox({ ...spec.sandbox, ...opts })
+  await s.open()
+  return s
+}
+
+const ok = (r) => r && r.exitCode === 0 && r.fault == null
+
+/** The bare `kern box … -- true`, spawned like the reference spawns kern (detached, stdin ignored,
+ * stdout/stderr piped and collected), with the argv our binding builds. Only the box name (must be
+ * unique) and the env file (ours lives in its private dir) are swapped; the env file is written
+ * once, outside the timed calls. */
+let bareEnvFile = null
+function bareCall(tpl) {
+  const name = `jssbx-${crypto.randomBytes(6).toString('hex')}`
+  const args = tpl.argv.slice()
+  args[1] = name
+  const envAt = args.indexOf('--env-file')
+  if (envAt >= 0) {
+    if (!bareEnvFile) {
+      bareEnvFile = path.join(tpl.privateDir, `env-bare-${process.pid}`)
+      fs.writeFileSync(bareEnvFile, tpl.envBody, { mode: 0o600 })
+    }
+    args[envAt + 1] = bareEnvFile
+  }
+  return new Promise((resolve) => {
+    const child = spawn(tpl.kern, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
+    const out = []
+    const err = []
+    child.stdout.on('data', (c) => out.push(c))
+    child.stderr.on('data', (c) => err.push(c))
+    child.on('error', (e) => resolve({ exitCode: -1, fault: { type: 'spawn', message: e.message } }))
+    child.on('close', (code) => {
+      Buffer.concat(out).toString('utf8') // what a binding does with it too
+      const stderr = Buffer.concat(err).toString('utf8')
+      resolve({ exitCode: code, fault: code === 0 ? null : { type: 'exit', message: stderr.slice(0, 300) } })
+    })
+  })
+}
+
+const modes = {
+  /** Sequential run(command) calls: per-call wall time (ms), optional stall monitor. */
+  async calls() {
+    let call
+    let s = null
+    if (spec.impl === 'bare') {
+      call = () => bareCall(spec.bare)
+    } else {
+      s = await openSandbox()
+      call = () => s.run(spec.command || ['true'])
+    }
+    let failed = 0
+    let lastError = null
+    let files = 0
+    const one = async () => {
+      try {
+        const r = await call()
+        if (!ok(r)) {
+          failed++
+          lastError = r.fault ? `${r.fault.type}: ${r.fault.message}` : `exit ${r.exitCode}`
+        }
+        files += r.files ? r.files.length : 0
+      } catch (e) {
+        failed++
+        lastError = String(e && e.message)
+      }
+    }
+    for (let i = 0; i < spec.warmup; i++) await one()
+    failed = 0
+    files = 0
+    const mon = spec.stalls ? stallMonitor() : null
+    const samples = []
+    const cpu0 = process.cpuUsage()
+    for (let i = 0; i < spec.n; i++) {
+      const t = now()
+      await one()
+      samples.push(now() - t)
+    }
+    const cpu = process.cpuUsage(cpu0)
+    const stalls = mon ? mon.stop() : null
+    if (s) await s.close()
+    const cpuMsPerCall = (cpu.user + cpu.system) / 1000 / spec.n
+    return { samples, cpuMsPerCall, failed, lastError, files, stalls }
+  },
+
+  /** `width` concurrent run(["true"]) on one session, `reps` times. */
+  async parallel() {
+    const s = await openSandbox()
+    const reps = []
+    for (let i = 0; i < spec.warmup + spec.reps; i++) {
+      const t = now()
+      const rs = await Promise.allSettled(Array.from({ length: spec.width }, () => s.run(['true'])))
+      const ms = now() - t
+      const okCount = rs.filter((r) => r.status === 'fulfilled' && ok(r.value)).length
+      const bad = rs.find((r) => !(r.status === 'fulfilled' && ok(r.value)))
+      const why = bad
+        ? bad.status === 'rejected'
+          ? String(bad.reason && bad.reason.message)
+          : `${bad.value.fault ? bad.value.fault.type + ': ' + bad.value.fault.message : 'exit ' + bad.value.exitCode}`
+        : null
+      if (i >= spec.warmup) reps.push({ ms, ok: okCount, callsPerS: (spec.width * 1000) / ms, firstFailure: why && why.slice(0, 300) })
+    }
+    await s.close()
+    return { reps }
+  },
+
+  async snapshot() {
+    const s = await openSandbox({ workspace: spec.workspace })
+    fs.rmSync(spec.dest, { force: true })
+    const w = rssWindow()
+    const t = now()
+    s.snapshot(spec.dest)
+    const ms = now() - t
+    const rss = w.end()
+    await s.close()
+    return { ms, ...rss, archiveBytes: fs.statSync(spec.dest).size }
+  },
+
+  async restore() {
+    fs.rmSync(spec.workspace, { recursive: true, force: true })
+    fs.mkdirSync(spec.workspace, { recursive: true })
+    const s = await openSandbox({ workspace: spec.workspace })
+    const w = rssWindow()
+    const t = now()
+    s.restore(spec.src)
+    const ms = now() - t
+    const rss = w.end()
+    await s.close()
+    const { du } = require('./fixtures')
+    const got = du(spec.workspace)
+    fs.rmSync(spec.workspace, { recursive: true, force: true })
+    return { ms, ...rss, restoredFiles: got.files, restoredBytes: got.bytes }
+  },
+
+  /** A fake kern floods stdout; the session caps the capture at spec.cap. */
+  async flood() {
+    const s = await openSandbox({ maxOutputBytes: spec.cap })
+    const w = rssWindow()
+    const t = now()
+    const r = await s.run(['flood'])
+    const ms = now() - t
+    const rss = w.end()
+    const res = { ms, ...rss, stdoutBytes: Buffer.byteLength(r.stdout), truncated: r.truncated, exitCode: r.exitCode, fault: r.fault }
+    await s.close()
+    return res
+  },
+
+  /** A fake kern writes spec.n distinct lines; every byte must reach onStdout, in order. */
+  async stream() {
+    const { chunkLine } = require('./fixtures')
+    const chunks = []
+    // onStdout as a session option: the reference's run() takes no per-call options.
+    // spec.perChunkUs: a callback that does some work per chunk; spec.blockMs: the JS thread busy
+    // for that long right after the call starts (a slow consumer either way).
+    const spin = (ms) => {
+      const end = now() + ms
+      while (now() < end);
+    }
+    const onStdout = spec.perChunkUs
+      ? (c) => {
+          chunks.push(c)
+          spin(spec.perChunkUs / 1000)
+        }
+      : (c) => chunks.push(c)
+    const s = await openSandbox({ onStdout })
+    const t = now()
+    const pending = s.run(['stream'])
+    if (spec.blockMs) spin(spec.blockMs)
+    const r = await pending
+    const ms = now() - t
+    await s.close()
+    const expected = Buffer.from(Array.from({ length: spec.n }, (_, i) => chunkLine(i)).join(''))
+    const got = Buffer.concat(chunks)
+    let firstMismatch = -1
+    if (!got.equals(expected)) {
+      const m = Math.min(got.length, expected.length)
+      for (let i = 0; i < m; i++)
+        if (got[i] !== expected[i]) {
+          firstMismatch = i
+          break
+        }
+      if (firstMismatch < 0) firstMismatch = m
+    }
+    const lines = got.toString('latin1').split('\n').length - 1
+    return {
+      ms,
+      callbacks: chunks.length,
+      deliveredBytes: got.length,
+      expectedBytes: expected.length,
+      deliveredLines: lines,
+      inOrder: firstMismatch < 0,
+      firstMismatch,
+      resultStdoutMatches: r.stdout === expected.toString('utf8'),
+      linesPerS: (spec.n * 1000) / ms,
+    }
+  },
+
+  /** Records the argv our binding hands kern (the fake kern writes it to a file). */
+  async argv() {
+    const s = await openSandbox({ workspace: spec.workspace })
+    await s.run(['true'])
+    await s.close()
+    return {}
+  },
+}
+
+async function main() {
+  let result
+  try {
+    result = await modes[spec.mode]()
+  } catch (e) {
+    result = { error: String((e && e.stack) || e) }
+  }
+  process.stdout.write(`\n${RESULT_TAG}${JSON.stringify(result)}\n`)
+  process.exit(0)
+}
+
+main()
