@@ -33,6 +33,22 @@ const DELIVERY_WAIT: Duration = Duration::from_secs(10);
 /// keeps Node alive), bounded.
 pub type ChunkFn = ThreadsafeFunction<Buffer, (), Buffer, Status, false, true, QUEUE_DEPTH>;
 
+/// Set when a call captured a lot of output; the next call (or close) hands the freed memory back.
+static BIG_OUTPUT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+const BIG: usize = 1 << 20;
+
+/// Returns freed capture buffers to the OS. glibc keeps freed memory in its arenas, so after a few
+/// concurrent floods RSS would otherwise stay at its peak (measured: 520 MiB peak, 360 MiB after).
+pub fn release_freed_memory() {
+    if BIG_OUTPUT.swap(false, Ordering::AcqRel) {
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        // SAFETY: malloc_trim only walks and trims glibc's own arenas.
+        unsafe {
+            libc::malloc_trim(0);
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct Captured {
     pub bytes: Vec<u8>,
@@ -169,6 +185,9 @@ pub async fn pump<R: AsyncRead + Unpin>(
     }
     if let Some(s) = sink {
         s.finish().await;
+    }
+    if got.bytes.len() >= BIG {
+        BIG_OUTPUT.store(true, Ordering::Release);
     }
     got
 }

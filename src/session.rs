@@ -153,6 +153,7 @@ impl Session {
     }
 
     async fn shut(&self) {
+        crate::output::release_freed_memory();
         let opened = self.state.lock().unwrap_or_else(|p| p.into_inner()).take();
         let calls: Vec<Arc<Cancel>> = self.calls.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect();
         for c in calls {
@@ -248,6 +249,7 @@ impl Session {
         let deps_wanted = self.cfg.deps_readonly && !setup;
         let (o, p) = (opened.clone(), env_path.clone());
         let (before, deps_readonly) = inline_blocking(move || {
+            crate::output::release_freed_memory();
             write_private(&p, env_body.as_bytes())?;
             let deps = deps_wanted && o.ws.path().join(DEPS_DIR).symlink_metadata().is_ok_and(|m| m.is_dir());
             // A workspace we cannot walk costs this call its `files`, never the call itself.

@@ -270,7 +270,9 @@ async fn teardown(kern: &Path, name: &str, pgid: i32, child: &mut Reaper) -> Opt
     if reaped.is_none() {
         reaped = tokio::time::timeout(REAP_BUDGET, child.wait()).await.ok();
     }
-    drop(stop); // kill_on_drop: a `kern stop` still waiting on a TERM-ignoring box is ended
+    if let Some(stop) = stop {
+        end_helper(stop); // a `kern stop` still waiting on a TERM-ignoring box is ended
+    }
     reaped
 }
 
@@ -280,9 +282,19 @@ fn stop_command(kern: &Path, name: &str) -> Option<Child> {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .kill_on_drop(true)
         .spawn()
         .ok()
+}
+
+/// Kills a helper `kern stop`/`kern ps` we no longer wait for, and reaps it in the background.
+/// Never just drop it: tokio reaps dropped children from a SIGCHLD handler, which libuv replaces
+/// as soon as the app uses child_process, and the helper would stay a zombie of Node forever.
+/// `wait()` on a live child goes through a pidfd and does not depend on SIGCHLD.
+fn end_helper(mut child: Child) {
+    let _ = child.start_kill();
+    tokio::spawn(async move {
+        let _ = child.wait().await;
+    });
 }
 
 /// Live (non-zombie) members of process group `pgid`, from /proc. Zombies are dead already;
@@ -304,7 +316,9 @@ fn group_members(pgid: i32) -> Vec<i32> {
 
 async fn stop_box(kern: &Path, name: &str, budget: Duration) {
     if let Some(mut s) = stop_command(kern, name) {
-        let _ = tokio::time::timeout(budget, s.wait()).await;
+        if tokio::time::timeout(budget, s.wait()).await.is_err() {
+            end_helper(s);
+        }
     }
 }
 
@@ -352,19 +366,27 @@ async fn confirm_gone(kern: &Path, name: &str, pgid: i32) -> Option<String> {
 
 /// Whether `kern ps` lists the box; `None` when kern did not answer in time or failed.
 async fn listed_by_kern(kern: &Path, name: &str) -> Option<bool> {
-    let ps = Command::new(kern)
+    let mut ps = Command::new(kern)
         .args(["ps", "--json"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    match tokio::time::timeout(CONFIRM_BUDGET, ps).await {
-        Ok(Ok(o)) if o.status.success() => {
-            let needle = format!("\"{name}\"");
-            Some(String::from_utf8_lossy(&o.stdout).contains(&needle))
+        .spawn()
+        .ok()?;
+    let mut out = ps.stdout.take()?;
+    let answer = async {
+        let mut text = Vec::new();
+        out.read_to_end(&mut text).await.ok()?;
+        let status = ps.wait().await.ok()?;
+        status.success().then_some(text)
+    };
+    match tokio::time::timeout(CONFIRM_BUDGET, answer).await {
+        Ok(Some(text)) => Some(String::from_utf8_lossy(&text).contains(&format!("\"{name}\""))),
+        Ok(None) => None,
+        Err(_) => {
+            end_helper(ps);
+            None
         }
-        _ => None,
     }
 }
 

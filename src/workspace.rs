@@ -88,6 +88,10 @@ impl Workspace {
 
     /// Opens the directory `parts` beneath the root, creating missing levels when `create`.
     pub fn open_dir(&self, parts: &[String], create: bool) -> io::Result<OwnedFd> {
+        // Components are single names: the same contract for openat2 and the fallback.
+        if parts.iter().any(|p| p.is_empty() || p == "." || p == ".." || p.contains(['/', '\0'])) {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
         let dflags = OFlags::RDONLY | OFlags::DIRECTORY;
         if parts.is_empty() {
             return open_beneath(self.root(), ".", dflags, Mode::empty());
