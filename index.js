@@ -51,12 +51,13 @@ process.once('exit', () => native.cleanupNow())
 const DEFAULT_IMAGE = 'python:3.12-slim'
 /** Options whose `null` means "no cap" rather than "default". */
 const NULLABLE_CAPS = new Set(['memoryMb', 'pids', 'cpus'])
-/** Options handed to the native constructor as they are. */
-const PLAIN_OPTIONS = [
-  'image', 'setup', 'workspace', 'memoryMb', 'cpus', 'pids', 'timeoutS', 'network',
-  'egressAllow', 'profiles', 'maxOutputBytes', 'enforceLimits', 'depsReadonly', 'trackFiles',
-  'capDrop', 'securityProfile', 'requireLimits', 'apparmor',
-]
+/** Options handed to the native constructor, with the JS type each must have. */
+const OPTION_TYPES = {
+  image: 'string', setup: 'string', workspace: 'string', securityProfile: 'string', apparmor: 'string',
+  memoryMb: 'number', cpus: 'number', pids: 'number', timeoutS: 'number', maxOutputBytes: 'number',
+  network: 'boolean', enforceLimits: 'boolean', depsReadonly: 'boolean', trackFiles: 'boolean',
+  requireLimits: 'boolean', egressAllow: 'string[]', profiles: 'string[]', capDrop: 'string[]',
+}
 
 /** A programmer or configuration error, thrown: bad argument, refused mount, kern missing.
  * What the sandbox does to a workload (timeout, blocked syscall, kill) is data on the result. */
@@ -118,19 +119,41 @@ function fromNative(e, signal) {
   return e
 }
 
+/** A short, safe rendering of any value for messages (BigInt and Symbol included). */
+function show(v) {
+  if (typeof v === 'string') return JSON.stringify(v.length > 60 ? v.slice(0, 60) + '...' : v)
+  if (typeof v === 'bigint') return `${v}n`
+  if (typeof v === 'symbol' || typeof v === 'function') return typeof v
+  if (Array.isArray(v)) return 'an array'
+  if (v === null) return 'null'
+  return typeof v === 'object' ? 'an object' : String(v)
+}
+
+function checkType(key, v, type) {
+  const ok =
+    type === 'string[]'
+      ? Array.isArray(v) && v.every((x) => typeof x === 'string')
+      : typeof v === type
+  if (!ok) {
+    const what = type === 'string[]' ? 'an array of strings' : `a ${type}`
+    throw new SandboxError(`invalid option ${key}: expected ${what}, got ${show(v)}`)
+  }
+}
+
 function nativeOptions(opts) {
   if (typeof opts !== 'object' || Array.isArray(opts)) {
-    throw new SandboxError('Sandbox options must be an object')
+    throw new SandboxError(`Sandbox options must be an object, got ${show(opts)}`)
   }
   const out = {}
-  for (const key of PLAIN_OPTIONS) {
+  for (const [key, type] of Object.entries(OPTION_TYPES)) {
     const v = opts[key]
     if (v === undefined || (v === null && !NULLABLE_CAPS.has(key))) continue
+    if (v !== null) checkType(key, v, type)
     out[key] = v
   }
   if (opts.mounts != null) out.mounts = mountEntries(opts.mounts)
   if (opts.env != null) {
-    if (typeof opts.env !== 'object') throw new SandboxError('env must be an object of strings')
+    if (typeof opts.env !== 'object') throw new SandboxError(`invalid option env: expected an object, got ${show(opts.env)}`)
     out.env = Object.entries(opts.env).map(([key, value]) => ({ key, value: String(value) }))
   }
   return out
@@ -148,13 +171,13 @@ function mountEntries(mounts) {
     if (Array.isArray(spec)) {
       const mode = spec[1]
       if (mode !== 'ro' && mode !== 'rw') {
-        throw new MountRefused(`mount mode must be 'ro' or 'rw', got ${JSON.stringify(mode)}`)
+        throw new MountRefused(`mount mode must be 'ro' or 'rw', got ${show(mode)}`)
       }
       target = spec[0]
       readOnly = mode === 'ro'
     }
     if (typeof target !== 'string') {
-      throw new MountRefused(`mount target must be an absolute path in the box, got ${JSON.stringify(target)}`)
+      throw new MountRefused(`mount target must be an absolute path in the box, got ${show(target)}`)
     }
     return { source, target, readOnly }
   })
@@ -180,6 +203,15 @@ function chunkSink(fn) {
   }
 }
 
+/** A method's trailing options bag: an object, or absent. */
+function optionsBag(name, opts) {
+  if (opts == null) return {}
+  if (typeof opts !== 'object' || Array.isArray(opts)) {
+    throw new TypeError(`${name} options must be an object, got ${show(opts)}`)
+  }
+  return opts
+}
+
 function checkSignal(signal) {
   if (signal == null) return undefined
   if (typeof signal !== 'object' || typeof signal.aborted !== 'boolean' || typeof signal.addEventListener !== 'function') {
@@ -201,9 +233,11 @@ function checkPath(name, p) {
 }
 
 /** The optional `{ maxBytes }` of readFile/snapshot/restore: a number or absent. */
-function bytesOption(opts) {
-  const maxBytes = opts == null ? undefined : opts.maxBytes
-  if (maxBytes != null && typeof maxBytes !== 'number') throw new SandboxError('maxBytes must be a number')
+function bytesOption(method, opts) {
+  const maxBytes = optionsBag(method, opts).maxBytes
+  if (maxBytes != null && typeof maxBytes !== 'number') {
+    throw new SandboxError(`maxBytes must be a number, got ${show(maxBytes)}`)
+  }
   return maxBytes ?? undefined
 }
 
@@ -270,11 +304,11 @@ class Sandbox {
 
   /** Runs `code` in a fresh box: python (default), bash or node. */
   async runCode(code, opts = {}) {
-    opts = opts ?? {}
+    opts = optionsBag('runCode', opts)
     if (typeof code !== 'string') throw new TypeError(`code must be a string, got ${typeof code}`)
     const language = opts.language ?? 'python'
     if (typeof language !== 'string') {
-      throw new SandboxError(`unsupported language ${JSON.stringify(language)} (v1: 'python' | 'bash' | 'node')`)
+      throw new SandboxError(`unsupported language ${show(language)} (v1: 'python' | 'bash' | 'node')`)
     }
     return this.#call(opts, (call, out, err) => this.#native.runCode(code, language, call, out, err))
   }
@@ -287,10 +321,11 @@ class Sandbox {
     if (!Array.isArray(command) || command.length === 0) {
       throw new SandboxError('run() needs a non-empty command array')
     }
-    if (command.some((p) => typeof p !== 'string')) {
-      throw new SandboxError('command/code must be strings with no NUL byte')
+    // A plain loop: some() skips the holes of a sparse array.
+    for (let i = 0; i < command.length; i++) {
+      if (typeof command[i] !== 'string') throw new SandboxError('command/code must be strings with no NUL byte')
     }
-    return this.#call(opts ?? {}, (call, out, err) => this.#native.run(command, call, out, err))
+    return this.#call(optionsBag('run', opts), (call, out, err) => this.#native.run(command, call, out, err))
   }
 
   async #call(opts, invoke) {
@@ -329,7 +364,7 @@ class Sandbox {
   /** Reads a workspace-relative path; `maxBytes` refuses larger files without reading them. */
   async readFile(path, opts = {}) {
     checkPath('path', path)
-    const maxBytes = bytesOption(opts)
+    const maxBytes = bytesOption('readFile', opts)
     try {
       return await this.#native.readFile(path, maxBytes)
     } catch (e) {
@@ -351,7 +386,7 @@ class Sandbox {
    * bounds the files' total size (default 4 GiB), so a sparse file the box planted fails fast. */
   snapshot(dest, opts = {}) {
     checkPath('dest', dest)
-    const maxBytes = bytesOption(opts)
+    const maxBytes = bytesOption('snapshot', opts)
     try {
       this.#native.snapshot(dest, maxBytes)
     } catch (e) {
@@ -363,7 +398,7 @@ class Sandbox {
    * directories inside it (synchronous). `maxBytes` bounds the decompressed size (default 4 GiB). */
   restore(src, opts = {}) {
     checkPath('src', src)
-    const maxBytes = bytesOption(opts)
+    const maxBytes = bytesOption('restore', opts)
     try {
       this.#native.restore(src, maxBytes)
     } catch (e) {
@@ -390,7 +425,7 @@ async function withSandbox(opts, fn) {
 
 /** One-shot: runs `code` in a throwaway session. */
 async function runCode(code, opts = {}) {
-  const { language = 'python', signal, ...rest } = opts ?? {}
+  const { language = 'python', signal, ...rest } = optionsBag('runCode', opts)
   if (checkSignal(signal) && signal.aborted) throw signal.reason
   return withSandbox(rest, (s) => s.runCode(code, { language, signal }))
 }

@@ -395,6 +395,12 @@ pub fn validate_mount(source: &str, target: &str) -> Result<(PathBuf, String)> {
     if target.split('/').any(|c| c == "..") {
         return Err(Error::mount(format!("mount target must not contain '..': {target:?}")));
     }
+    if target.len() > 4096 || target.split('/').any(|c| c.len() > 255) {
+        return Err(Error::mount(format!(
+            "mount target is longer than a path can be: {}...",
+            target.chars().take(60).collect::<String>()
+        )));
+    }
     // `:` and `,` would change how kern splits `-v SRC:DST[:ro]`; NUL and newlines never belong.
     if target.contains([':', ',', '\0', '\n']) {
         return Err(Error::mount(format!("mount target has a forbidden character: {target:?}")));

@@ -371,10 +371,10 @@ impl Drop for CallGuard<'_> {
 fn user_workspace(w: &Path) -> Result<PathBuf> {
     let shown = w.display().to_string();
     if !w.is_absolute() {
-        return Err(Error::mount(format!("mount source must be an absolute host path, got {shown:?}")));
+        return Err(Error::mount(format!("workspace must be an absolute host path, got {shown:?}")));
     }
     std::fs::create_dir_all(w).map_err(|e| Error::io(format!("cannot create the workspace {shown:?}"), e))?;
-    let real = std::fs::canonicalize(w).map_err(|_| Error::mount(format!("mount source does not exist: {shown:?}")))?;
+    let real = std::fs::canonicalize(w).map_err(|_| Error::mount(format!("workspace does not exist: {shown:?}")))?;
     options::check_source_not_sensitive(&real)?;
     if real.as_os_str().as_encoded_bytes().contains(&b':') {
         return Err(Error::mount(format!("workspace path contains ':': {shown:?}")));

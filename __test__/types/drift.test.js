@@ -140,12 +140,13 @@ test('functions: index.d.ts declares at least the parameters the runtime require
 })
 
 test('SandboxOptions declares exactly the options the Sandbox constructor reads', () => {
-  // index.js forwards the plain options listed in PLAIN_OPTIONS, and shapes mounts, env and the
-  // two callbacks itself. Read that list from the source: it is the runtime's own statement.
+  // index.js forwards the plain options listed (with their types) in OPTION_TYPES, and shapes
+  // mounts, env and the two callbacks itself. Read that list from the source: it is the
+  // runtime's own statement.
   const js = fs.readFileSync(path.join(repo, 'index.js'), 'utf8')
-  const m = /const PLAIN_OPTIONS = \[([^\]]*)\]/.exec(js)
-  assert.ok(m, 'index.js no longer has `const PLAIN_OPTIONS = [...]`: update this test to read the option list from where it now lives')
-  const plain = [...m[1].matchAll(/'(\w+)'/g)].map((x) => x[1])
+  const m = /const OPTION_TYPES = \{([^}]*)\}/.exec(js)
+  assert.ok(m, 'index.js no longer has `const OPTION_TYPES = {...}`: update this test to read the option list from where it now lives')
+  const plain = [...m[1].matchAll(/(\w+):\s*'/g)].map((x) => x[1])
   const shaped = ['mounts', 'env', 'onStdout', 'onStderr']
   for (const k of shaped) assert.ok(new RegExp(`opts\\.${k}\\b`).test(js), `index.js no longer reads opts.${k}`)
   assert.deepEqual(declaredInterface('SandboxOptions').sort(), [...plain, ...shaped].sort())
