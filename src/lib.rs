@@ -191,6 +191,27 @@ impl NativeSandbox {
         }
     }
 
+    /// One box call as a promise: per-call options set up first, the cancel id released after.
+    fn box_call<'e, F, Fut>(
+        &self,
+        env: &'e Env,
+        call: NativeCallOptions,
+        sinks: (Option<ChunkFn>, Option<ChunkFn>),
+        work: F,
+    ) -> napi::Result<PromiseRaw<'e, NativeResult>>
+    where
+        F: 'static + Send + FnOnce(Arc<Session>, CallOptions) -> Fut,
+        Fut: 'static + Send + std::future::Future<Output = errors::Result<Outcome>>,
+    {
+        let (opts, id) = self.call_options(call, sinks.0, sinks.1)?;
+        let (s, calls) = (self.inner.clone(), self.calls.clone());
+        promise(env, async move {
+            let r = work(s, opts).await;
+            Self::finish_call(&calls, id);
+            r.map(NativeResult::from)
+        })
+    }
+
     #[napi(ts_return_type = "Promise<NativeResult>")]
     pub fn run<'e>(
         &self,
@@ -200,13 +221,7 @@ impl NativeSandbox {
         on_stdout: Option<ChunkFn>,
         on_stderr: Option<ChunkFn>,
     ) -> napi::Result<PromiseRaw<'e, NativeResult>> {
-        let (opts, id) = self.call_options(call, on_stdout, on_stderr)?;
-        let (s, calls) = (self.inner.clone(), self.calls.clone());
-        promise(env, async move {
-            let r = s.run(command, opts).await;
-            Self::finish_call(&calls, id);
-            r.map(NativeResult::from)
-        })
+        self.box_call(env, call, (on_stdout, on_stderr), |s, opts| async move { s.run(command, opts).await })
     }
 
     #[napi(ts_return_type = "Promise<NativeResult>")]
@@ -219,12 +234,8 @@ impl NativeSandbox {
         on_stdout: Option<ChunkFn>,
         on_stderr: Option<ChunkFn>,
     ) -> napi::Result<PromiseRaw<'e, NativeResult>> {
-        let (opts, id) = self.call_options(call, on_stdout, on_stderr)?;
-        let (s, calls) = (self.inner.clone(), self.calls.clone());
-        promise(env, async move {
-            let r = s.run_code(code, &language, opts).await;
-            Self::finish_call(&calls, id);
-            r.map(NativeResult::from)
+        self.box_call(env, call, (on_stdout, on_stderr), |s, opts| async move {
+            s.run_code(code, &language, opts).await
         })
     }
 

@@ -332,12 +332,7 @@ pub fn restore(ws: &Workspace, src: &Path, limit: u64) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn ws() -> (tempfile::TempDir, Workspace) {
-        let d = tempfile::tempdir().unwrap();
-        let w = Workspace::open(d.path()).unwrap();
-        (d, w)
-    }
+    use crate::workspace::temp_workspace as ws;
 
     fn gz_tar(build: impl FnOnce(&mut tar::Builder<Vec<u8>>)) -> Vec<u8> {
         let mut b = tar::Builder::new(Vec::new());

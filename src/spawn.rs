@@ -276,14 +276,15 @@ async fn teardown(kern: &Path, name: &str, pgid: i32, child: &mut Reaper) -> Opt
     reaped
 }
 
+/// `kern stop NAME`, quiet.
+fn stop_cmd(kern: &Path, name: &str) -> std::process::Command {
+    let mut c = std::process::Command::new(kern);
+    c.args(["stop", name]).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+    c
+}
+
 fn stop_command(kern: &Path, name: &str) -> Option<Child> {
-    Command::new(kern)
-        .args(["stop", name])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()
+    Command::from(stop_cmd(kern, name)).spawn().ok()
 }
 
 /// Kills a helper `kern stop`/`kern ps` we no longer wait for, and reaps it in the background.
@@ -396,15 +397,7 @@ pub fn teardown_all_blocking(boxes: Vec<(i32, String, PathBuf)>) {
     let deadline = Instant::now() + Duration::from_millis(1500);
     let mut stops: Vec<std::process::Child> = boxes
         .iter()
-        .filter_map(|(_, name, kern)| {
-            std::process::Command::new(kern)
-                .args(["stop", name])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .ok()
-        })
+        .filter_map(|(_, name, kern)| stop_cmd(kern, name).spawn().ok())
         .collect();
     while !stops.is_empty() && Instant::now() < deadline {
         stops.retain_mut(|c| !matches!(c.try_wait(), Ok(Some(_)) | Err(_)));

@@ -312,16 +312,19 @@ fn require_regular(fd: &OwnedFd) -> io::Result<()> {
     }
 }
 
+/// A workspace in a fresh temp dir, for unit tests across modules.
+#[cfg(test)]
+pub fn temp_workspace() -> (tempfile::TempDir, Workspace) {
+    let d = tempfile::tempdir().unwrap();
+    let w = Workspace::open(d.path()).unwrap();
+    (d, w)
+}
+
 #[cfg(test)]
 mod tests {
+    use super::temp_workspace as ws;
     use super::*;
     use std::os::unix::fs::symlink;
-
-    fn ws() -> (tempfile::TempDir, Workspace) {
-        let d = tempfile::tempdir().unwrap();
-        let w = Workspace::open(d.path()).unwrap();
-        (d, w)
-    }
 
     #[test]
     fn round_trip_with_parents() {
