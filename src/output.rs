@@ -33,7 +33,7 @@ const DELIVERY_WAIT: Duration = Duration::from_secs(10);
 /// keeps Node alive), bounded.
 pub type ChunkFn = ThreadsafeFunction<Buffer, (), Buffer, Status, false, true, QUEUE_DEPTH>;
 
-/// Set when a call captured a lot of output; the next call (or close) hands the freed memory back.
+/// Set when a call read a lot of output; the next call (or close) hands the freed memory back.
 static BIG_OUTPUT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 const BIG: usize = 1 << 20;
 
@@ -157,6 +157,7 @@ pub async fn pump<R: AsyncRead + Unpin>(
     let mut buf = vec![0u8; READ_SIZE];
     let mut got = Captured::default();
     let mut sink = sink.map(Sink::new);
+    let mut total_read = 0usize;
     tokio::pin!(stop);
     loop {
         let waiting = sink.as_ref().is_some_and(|s| !s.pending.is_empty());
@@ -178,6 +179,7 @@ pub async fn pump<R: AsyncRead + Unpin>(
             Err(_) => break,
         };
         let chunk = &buf[..n];
+        total_read += n;
         if let Some(s) = sink.as_mut() {
             s.push(chunk);
         }
@@ -186,7 +188,8 @@ pub async fn pump<R: AsyncRead + Unpin>(
     if let Some(s) = sink {
         s.finish().await;
     }
-    if got.bytes.len() >= BIG {
+    // Floods past the cap still passed through (and were freed from) our buffers.
+    if total_read >= BIG {
         BIG_OUTPUT.store(true, Ordering::Release);
     }
     got
