@@ -41,12 +41,32 @@ const BIG: usize = 1 << 20;
 /// concurrent floods RSS would otherwise stay at its peak (measured: 520 MiB peak, 360 MiB after).
 pub fn release_freed_memory() {
     if BIG_OUTPUT.swap(false, Ordering::AcqRel) {
-        #[cfg(all(target_os = "linux", target_env = "gnu"))]
-        // SAFETY: malloc_trim only walks and trims glibc's own arenas.
-        unsafe {
-            libc::malloc_trim(0);
-        }
+        trim();
     }
+}
+
+fn trim() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks and trims glibc's own arenas.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// The chunks streamed to JS are freed only when V8 collects their Buffers, after the call. A few
+/// delayed trims catch that memory too; one timer at a time, on tokio (never keeps Node alive).
+fn schedule_trims() {
+    static RUNNING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if RUNNING.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    tokio::spawn(async {
+        for _ in 0..5 {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            trim();
+        }
+        RUNNING.store(false, Ordering::Release);
+    });
 }
 
 #[derive(Debug, Default)]
@@ -191,6 +211,7 @@ pub async fn pump<R: AsyncRead + Unpin>(
     // Floods past the cap still passed through (and were freed from) our buffers.
     if total_read >= BIG {
         BIG_OUTPUT.store(true, Ordering::Release);
+        schedule_trims();
     }
     got
 }
