@@ -123,8 +123,7 @@ impl<W: Write> ChunkedGz<W> {
                 all
             })
         } else {
-            let k = chunks.len();
-            chunks.iter().enumerate().map(|(i, c)| deflate(c, last && i + 1 == k)).collect()
+            deflate_chunks(&chunks, last)
         };
         for (c, o) in chunks.iter().zip(outputs) {
             self.crc.update(c);

@@ -123,10 +123,7 @@ impl Workspace {
             OFlags::WRONLY | OFlags::CREATE | OFlags::NONBLOCK,
             Mode::from_raw_mode(mode),
         )?;
-        let st = rustix::fs::fstat(&fd)?;
-        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
-            return Err(io::Error::from_raw_os_error(libc::ENXIO));
-        }
+        let st = require_regular(&fd)?;
         // Only truncate what has content: on ext4 a truncate marks the file for writeback at
         // close, which costs restores of many new files dearly.
         if st.st_size > 0 {
@@ -303,10 +300,11 @@ impl Frame {
     }
 }
 
-fn require_regular(fd: &OwnedFd) -> io::Result<()> {
+/// The file's stat, or ENXIO when it is anything but a regular file.
+fn require_regular(fd: &OwnedFd) -> io::Result<rustix::fs::Stat> {
     let st = rustix::fs::fstat(fd)?;
     if FileType::from_raw_mode(st.st_mode) == FileType::RegularFile {
-        Ok(())
+        Ok(st)
     } else {
         Err(io::Error::from_raw_os_error(libc::ENXIO))
     }
