@@ -241,7 +241,7 @@ test('argv: env values never appear in argv', { skip: STANDIN_ONLY }, async () =
 
 // --- fake kern: kern's environment and the env file -------------------------------------------
 
-test('env file: private 0600 file in a 0700 dir outside the workspace, removed after the call', async () => {
+test('env file: private 0600 file in a 0700 dir outside the workspace, removed at close', async () => {
   const fake = fakeKern()
   const secret = 'tok-' + Date.now()
   const sbx = await sandboxWith(fake.bin, { env: { API_KEY: secret, EMPTY: '', EQ: 'a=b' } }).open()
@@ -258,7 +258,8 @@ test('env file: private 0600 file in a 0700 dir outside the workspace, removed a
     const lines = call.envFile.content.split('\n').filter(Boolean).sort()
     assert.deepEqual(lines, [`API_KEY=${secret}`, 'EMPTY=', 'EQ=a=b', 'PYTHONPATH=/workspace/.deps'].sort())
     assert.ok(!call.argv.join('\0').includes(secret), 'value not in argv')
-    assert.ok(!fs.existsSync(call.envFile.path), 'env file removed after the call')
+    await sbx.close()
+    assert.ok(!fs.existsSync(call.envFile.path), 'env file removed at close')
   } finally {
     await sbx.close()
   }
@@ -280,13 +281,19 @@ test('env file: a caller PYTHONPATH wins over the default; no env still gets PYT
   }
 })
 
-test('env file: each call has its own file (no shared /workspace/.kern-env)', async () => {
+test('env file: concurrent calls all read it whole; the box cannot reach it (no /workspace/.kern-env)', async () => {
   const fake = fakeKern({ sleepMs: 200 })
   const sbx = await sandboxWith(fake.bin, { env: { A: '1' } }).open()
   try {
-    await Promise.all([sbx.run(['true']), sbx.run(['true']), sbx.run(['true'])])
-    const files = fake.boxCalls().map((c) => c.envFile.path)
-    assert.equal(new Set(files).size, 3)
+    const rs = await Promise.all([sbx.run(['true']), sbx.run(['true']), sbx.run(['true'])])
+    assert.deepEqual(rs.map((r) => r.exitCode), [0, 0, 0])
+    const calls = fake.boxCalls()
+    assert.equal(calls.length, 3)
+    for (const c of calls) {
+      assert.equal(c.envFile.error, undefined, c.envFile.error)
+      assert.equal(c.envFile.content.split('\n').filter(Boolean).sort().join(','), 'A=1,PYTHONPATH=/workspace/.deps')
+      assert.ok(!fs.realpathSync(c.envFile.path).startsWith(sbx.workspacePath))
+    }
     assert.ok(!fs.existsSync(path.join(sbx.workspacePath, '.kern-env')))
   } finally {
     await sbx.close()

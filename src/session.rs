@@ -13,7 +13,7 @@ use crate::fault::{self, Ending, Fault};
 use crate::options::{self, Config};
 use crate::output::ChunkFn;
 use crate::spawn::{self, Cancel, Launch, StopReason};
-use crate::track::{self, FileInfo};
+use crate::track::{self, FileInfo, LiveIndex};
 use crate::workspace::Workspace;
 
 /// Code longer than this goes through a workspace file instead of argv (ARG_MAX guard).
@@ -26,6 +26,10 @@ pub struct Opened {
     /// `<tmp>/kern-sbx-<pid>-<rand>`, mode 0700: env files, and the workspace when we own it.
     private: PathBuf,
     owns_workspace: bool,
+    /// The env file every box of the session reads (written once, at open).
+    env_file: PathBuf,
+    /// Built by the first call that tracks files.
+    files: Mutex<Option<LiveIndex>>,
 }
 
 /// What one call overrides, and how it reports.
@@ -137,8 +141,16 @@ impl Session {
             Some(w) => user_workspace(w).map(|p| (p, false)),
         }
         .and_then(|(p, owned)| Ok((Workspace::open(&p)?, owned)));
+        // Invalid env is reported by each call, as in 0.1.1; then there is nothing to write.
+        let env_file = private.join("env");
+        let ws = ws.and_then(|w| match &self.cfg.env_file {
+            Ok(body) => write_private(&env_file, body.as_bytes()).map(|()| w),
+            Err(_) => Ok(w),
+        });
         match ws {
-            Ok((ws, owns_workspace)) => Ok(Opened { ws, private, owns_workspace }),
+            Ok((ws, owns_workspace)) => {
+                Ok(Opened { ws, private, owns_workspace, env_file, files: Mutex::new(None) })
+            }
             Err(e) => {
                 remove_private(&private);
                 Err(e)
@@ -233,7 +245,9 @@ impl Session {
         if command.iter().any(|p| p.contains('\0')) {
             return Err(Error::sandbox("command/code must be strings with no NUL byte"));
         }
-        let env_body = self.cfg.env_file.clone().map_err(Error::Sandbox)?;
+        if let Err(e) = &self.cfg.env_file {
+            return Err(Error::Sandbox(e.clone()));
+        }
         let opened = self.opened()?;
         let timeout_s = opts.timeout_s.unwrap_or(self.cfg.timeout_s);
         let cancel = opts.cancel.unwrap_or_default();
@@ -244,19 +258,20 @@ impl Session {
         let _unregister = CallGuard { session: self, id: call_id };
 
         let name = format!("jssbx-{}", random_hex(6));
-        let env_path = opened.private.join(format!("env-{name}"));
         let track = self.cfg.track_files;
         let deps_wanted = self.cfg.deps_readonly && !setup;
-        let (o, p) = (opened.clone(), env_path.clone());
-        let (before, deps_readonly) = inline_blocking(move || {
+        let o = opened.clone();
+        let deps_readonly = inline_blocking(move || {
             crate::output::release_freed_memory();
-            write_private(&p, env_body.as_bytes())?;
             let deps = deps_wanted && o.ws.path().join(DEPS_DIR).symlink_metadata().is_ok_and(|m| m.is_dir());
-            // A workspace we cannot walk costs this call its `files`, never the call itself.
-            let before = if track { track::index(&o.ws, &[]).ok() } else { None };
-            Ok((before, deps))
+            if track {
+                o.live_index(|live, ws| live.begin(ws, call_id));
+            }
+            Ok(deps)
         })
         .await?;
+        // A call that fails or panics before finishing must not keep collecting changes.
+        let _forget = track.then(|| Forget { opened: opened.clone(), call: call_id });
 
         let args = argv::box_argv(
             &self.cfg,
@@ -266,7 +281,7 @@ impl Session {
                 deps_readonly,
                 timeout_s,
                 setup,
-                env_file: Some(&env_path),
+                env_file: Some(&opened.env_file),
                 command: &command,
             },
         );
@@ -284,15 +299,12 @@ impl Session {
         })
         .await;
 
-        let o = opened.clone();
-        let files = inline_blocking(move || {
-            let _ = std::fs::remove_file(&env_path);
-            match before {
-                Some(before) => Ok(track::diff(&before, &track::index(&o.ws, &[])?)),
-                None => Ok(Vec::new()),
-            }
-        })
-        .await;
+        let files = if track {
+            let o = opened.clone();
+            inline_blocking(move || Ok(o.live_index(|live, ws| live.finish(ws, call_id)))).await
+        } else {
+            Ok(Vec::new())
+        };
         let run = run?;
         match run.stopped {
             Some(StopReason::Aborted) => return Err(Error::Aborted),
@@ -353,6 +365,26 @@ impl Session {
 
     pub fn restore(&self, src: &Path, limit: u64) -> Result<()> {
         crate::snapshot::restore(&self.opened()?.ws, src, limit)
+    }
+}
+
+impl Opened {
+    fn live_index<T>(&self, f: impl FnOnce(&mut LiveIndex, &Workspace) -> T) -> T {
+        let mut g = self.files.lock().unwrap_or_else(|p| p.into_inner());
+        f(g.get_or_insert_with(|| LiveIndex::new(true)), &self.ws)
+    }
+}
+
+struct Forget {
+    opened: Arc<Opened>,
+    call: u64,
+}
+
+impl Drop for Forget {
+    fn drop(&mut self) {
+        if let Some(live) = self.opened.files.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+            live.abandon(self.call);
+        }
     }
 }
 

@@ -49,7 +49,7 @@ fn write_archive(ws: &Workspace, out: &File, out_path: &Path, limit: u64) -> Res
     let mut tar = tar::Builder::new(gz);
     let fail = |e: io::Error| Error::io(format!("snapshot: cannot write {}", out_path.display()), e);
     ws.walk(&[], false, true, &mut |entry| match entry {
-        Entry::Dir { rel } => {
+        Entry::Dir { rel, .. } => {
             let mut h = tar::Header::new_gnu();
             h.set_entry_type(tar::EntryType::Directory);
             h.set_mode(0o755);

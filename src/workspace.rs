@@ -203,7 +203,8 @@ impl Workspace {
 
 /// One entry met by [`Workspace::walk`].
 pub enum Entry<'a> {
-    Dir { rel: &'a str },
+    /// A directory the walk opened and is about to list (so a watch set on `fd` now misses nothing).
+    Dir { rel: &'a str, fd: BorrowedFd<'a>, stat: &'a rustix::fs::Stat },
     File { rel: &'a str, dir: BorrowedFd<'a>, name: &'a str, stat: &'a rustix::fs::Stat },
 }
 
@@ -246,7 +247,6 @@ impl Workspace {
                     visit(Entry::File { rel: &rel, dir: frame.fd.as_fd(), name: &name, stat: &stat })?
                 }
                 FileType::Directory if !(skip_deps && name == crate::argv::DEPS_DIR) => {
-                    visit(Entry::Dir { rel: &rel })?;
                     if depth >= MAX_DEPTH {
                         if !strict {
                             continue;
@@ -258,6 +258,7 @@ impl Workspace {
                     let flags = OFlags::RDONLY | OFlags::DIRECTORY;
                     match open_beneath(frame.fd.as_fd(), &name, flags, Mode::empty()) {
                         Ok(fd) => {
+                            visit(Entry::Dir { rel: &rel, fd: fd.as_fd(), stat: &stat })?;
                             let next = Frame::read(fd, rel)?;
                             stack.push(next);
                         }
