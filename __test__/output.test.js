@@ -54,6 +54,47 @@ test('output under or exactly at the cap is not truncated; one byte over is', as
   }
 })
 
+test('large and non-ASCII output come back exact (external string and decoded copy), and survive GC', async () => {
+  const sbx = await new Sandbox({ timeoutS: 60 }).open()
+  try {
+    const lines = (tag, n) => Array.from({ length: n }, (_, i) => `${tag} ${String(i).padStart(7, '0')}\n`).join('')
+    const big = await sbx.runCode(
+      'import sys\nsys.stdout.write("".join("out %07d\\n" % i for i in range(300000)))\nsys.stderr.write("".join("err %07d\\n" % i for i in range(100000)))',
+    )
+    assert.equal(big.exitCode, 0)
+    assert.ok(big.stdout === lines('out', 300000), 'large ASCII stdout (3.4 MiB) is exact')
+    assert.ok(big.stderr.endsWith(lines('err', 100000)), 'large ASCII stderr is exact (after any kern warnings)')
+    const mixed = await sbx.runCode(
+      'import sys\nsys.stdout.buffer.write(b"a" * 200000 + "é€😀".encode() + b"\\xff\\xc3(" + b"z" * 100000)',
+    )
+    assert.equal(mixed.exitCode, 0)
+    assert.ok(mixed.stdout === 'a'.repeat(200000) + 'é€😀\uFFFD\uFFFD(' + 'z'.repeat(100000), 'non-ASCII stdout is exact')
+  } finally {
+    await sbx.close()
+  }
+  // External strings are freed by V8's GC: collect some while others are still in use.
+  const r = await runNode(
+    `
+require('v8').setFlagsFromString('--expose-gc')
+const gc = require('vm').runInNewContext('gc')
+const kern = require(REPO)
+async function main() {
+  const kept = []
+  for (let i = 0; i < 6; i++) {
+    const r = await kern.runCode('import sys\\nsys.stdout.write("y" * 2000000)')
+    if (i % 2) kept.push(r.stdout)
+    gc()
+  }
+  console.log(JSON.stringify({ ok: kept.every((s) => s === 'y'.repeat(2000000)) }))
+}
+main()
+`,
+    { timeoutMs: 60_000 },
+  )
+  assert.equal(r.code, 0, r.stdout + r.stderr)
+  assert.deepEqual(lastJson(r.stdout), { ok: true })
+})
+
 test('onStdout/onStderr get Buffers, in order, whose concatenation equals the captured output', async () => {
   const out = []
   const err = []

@@ -30,7 +30,7 @@ use napi_derive::napi;
 
 use errors::Error;
 use options::{Config, SandboxOptions};
-use output::ChunkFn;
+use output::{ChunkFn, Text};
 use session::{CallOptions, Outcome, Session};
 use spawn::{Cancel, StopReason};
 use track::FileInfo;
@@ -51,10 +51,12 @@ pub struct NativeFault {
     pub message: String,
 }
 
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct NativeResult {
-    pub stdout: String,
-    pub stderr: String,
+    #[napi(ts_type = "string")]
+    pub stdout: Text,
+    #[napi(ts_type = "string")]
+    pub stderr: Text,
     pub exit_code: i32,
     pub duration_ms: f64,
     pub fault: Option<NativeFault>,
@@ -62,15 +64,11 @@ pub struct NativeResult {
     pub truncated: bool,
 }
 
-fn text(bytes: Vec<u8>) -> String {
-    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
-}
-
 impl From<Outcome> for NativeResult {
     fn from(o: Outcome) -> Self {
         NativeResult {
-            stdout: text(o.stdout),
-            stderr: text(o.stderr),
+            stdout: Text(o.stdout),
+            stderr: Text(o.stderr),
             exit_code: o.exit_code,
             duration_ms: o.duration.as_millis() as f64,
             fault: o.fault.map(|f| NativeFault { kind: f.kind.to_string(), message: f.message }),
