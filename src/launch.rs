@@ -22,8 +22,9 @@ struct ChildArgs {
     stderr: RawFd,
     /// The fd kern reports "started" on: made inheritable in the child only.
     keep: RawFd,
-    /// Write end of a CLOEXEC pipe: the child writes errno here if exec fails.
-    err: RawFd,
+    /// Where the child leaves errno if it fails before exec; shared memory, as in glibc's
+    /// posix_spawn (no error pipe: the parent resumes only after exec or exit).
+    err: *mut i32,
     parent: libc::pid_t,
 }
 
@@ -106,15 +107,32 @@ extern "C" fn child(arg: *mut libc::c_void) -> libc::c_int {
 }
 
 /// Reports errno to the parent and exits without running any of the parent's exit handlers.
-unsafe fn fail(err_fd: RawFd) -> ! {
-    let e: i32 = *libc::__errno_location();
-    libc::write(err_fd, (&e as *const i32).cast(), 4);
+unsafe fn fail(err: *mut i32) -> ! {
+    std::ptr::write_volatile(err, (*libc::__errno_location()).max(1));
     libc::_exit(127)
+}
+
+/// The clone stack and stdin, reused by every spawn of the (single) spawner thread.
+pub struct Launcher {
+    stack: Vec<u8>,
+    devnull: OwnedFd,
+}
+
+impl Launcher {
+    pub fn new() -> io::Result<Launcher> {
+        const STACK: usize = 64 * 1024;
+        let devnull = rustix::fs::open(
+            "/dev/null",
+            rustix::fs::OFlags::RDWR | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )?;
+        Ok(Launcher { stack: vec![0u8; STACK], devnull })
+    }
 }
 
 /// Starts `spec` with stdin on /dev/null and stdout/stderr on fresh pipes. Call it from a thread
 /// that blocks all signals and lives as long as the process (PDEATHSIG follows that thread).
-pub fn spawn(spec: &Spec<'_>) -> io::Result<Spawned> {
+pub fn spawn(launcher: &mut Launcher, spec: &Spec<'_>) -> io::Result<Spawned> {
     let path = cstr(spec.program)?;
     let mut argv_c = Vec::with_capacity(spec.args.len() + 1);
     argv_c.push(path.clone());
@@ -141,27 +159,25 @@ pub fn spawn(spec: &Spec<'_>) -> io::Result<Spawned> {
     let envp: Vec<*const libc::c_char> =
         envp_c.iter().map(|c| c.as_ptr()).chain(std::iter::once(std::ptr::null())).collect();
 
-    let devnull = rustix::fs::open("/dev/null", rustix::fs::OFlags::RDWR | rustix::fs::OFlags::CLOEXEC, rustix::fs::Mode::empty())?;
     let (out_r, out_w) = pipe()?;
     let (err_r, err_w) = pipe()?;
-    let (fail_r, fail_w) = pipe()?;
+    let mut failed: i32 = 0;
     let args = ChildArgs {
         path: path.as_ptr(),
         argv: argv.as_ptr(),
         envp: envp.as_ptr(),
-        stdin: devnull.as_raw_fd(),
+        stdin: launcher.devnull.as_raw_fd(),
         stdout: out_w.as_raw_fd(),
         stderr: err_w.as_raw_fd(),
         keep: spec.keep_fd,
-        err: fail_w.as_raw_fd(),
+        err: &mut failed,
         parent: std::process::id() as libc::pid_t,
     };
-    const STACK: usize = 64 * 1024;
-    let mut stack = vec![0u8; STACK];
+    let stack = &mut launcher.stack;
     // SAFETY: the stack outlives the child's use of it (CLONE_VFORK suspends us until the child
     // execs or exits); `child` never returns.
     let pid = unsafe {
-        let top = stack.as_mut_ptr().add(STACK) as usize & !15;
+        let top = stack.as_mut_ptr().add(stack.len()) as usize & !15;
         libc::clone(
             child,
             top as *mut libc::c_void,
@@ -172,15 +188,15 @@ pub fn spawn(spec: &Spec<'_>) -> io::Result<Spawned> {
     if pid < 0 {
         return Err(io::Error::last_os_error());
     }
-    drop((out_w, err_w, fail_w, devnull));
-    let mut buf = [0u8; 4];
-    // The child has exec'd (fail_w closed by CLOEXEC) or exited after writing errno.
-    let n = rustix::io::read(&fail_r, &mut buf).unwrap_or(0);
-    if n == 4 {
+    drop((out_w, err_w));
+    // The child has exec'd, or exited after leaving errno in `failed`.
+    // SAFETY: the child is done with our memory; volatile because it wrote behind the compiler.
+    let errno = unsafe { std::ptr::read_volatile(&failed) };
+    if errno != 0 {
         let mut status = 0;
         // SAFETY: reaping our own child that already exited.
         unsafe { libc::waitpid(pid, &mut status, 0) };
-        return Err(io::Error::from_raw_os_error(i32::from_ne_bytes(buf)));
+        return Err(io::Error::from_raw_os_error(errno));
     }
     Ok(Spawned { pid, stdout: out_r, stderr: err_r })
 }

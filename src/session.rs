@@ -260,16 +260,12 @@ impl Session {
         let name = format!("jssbx-{}", random_hex(6));
         let track = self.cfg.track_files;
         let deps_wanted = self.cfg.deps_readonly && !setup;
-        let o = opened.clone();
-        let deps_readonly = inline_blocking(move || {
-            crate::output::release_freed_memory();
-            let deps = deps_wanted && o.ws.path().join(DEPS_DIR).symlink_metadata().is_ok_and(|m| m.is_dir());
-            if track {
-                o.live_index(|live, ws| live.begin(ws, call_id));
-            }
-            Ok(deps)
-        })
-        .await?;
+        crate::output::release_freed_memory();
+        let deps_readonly =
+            deps_wanted && opened.ws.path().join(DEPS_DIR).symlink_metadata().is_ok_and(|m| m.is_dir());
+        if track {
+            opened.track(move |live, ws| live.begin(ws, call_id)).await?;
+        }
         // A call that fails or panics before finishing must not keep collecting changes.
         let _forget = track.then(|| Forget { opened: opened.clone(), call: call_id });
 
@@ -300,8 +296,7 @@ impl Session {
         .await;
 
         let files = if track {
-            let o = opened.clone();
-            inline_blocking(move || Ok(o.live_index(|live, ws| live.finish(ws, call_id)))).await
+            opened.track(move |live, ws| live.finish(ws, call_id)).await
         } else {
             Ok(Vec::new())
         };
@@ -372,6 +367,20 @@ impl Opened {
     fn live_index<T>(&self, f: impl FnOnce(&mut LiveIndex, &Workspace) -> T) -> T {
         let mut g = self.files.lock().unwrap_or_else(|p| p.into_inner());
         f(g.get_or_insert_with(|| LiveIndex::new(true)), &self.ws)
+    }
+
+    /// Runs a step on the file index: in place when it is a few syscalls, else off the async
+    /// worker (the first build, or a walk, can take many milliseconds).
+    async fn track<T: Send + 'static>(
+        self: &Arc<Self>,
+        f: impl FnOnce(&mut LiveIndex, &Workspace) -> T + Send + 'static,
+    ) -> Result<T> {
+        let cheap = self.files.lock().unwrap_or_else(|p| p.into_inner()).as_ref().is_some_and(LiveIndex::is_cheap);
+        if cheap {
+            return Ok(self.live_index(f));
+        }
+        let o = self.clone();
+        inline_blocking(move || Ok(o.live_index(f))).await
     }
 }
 

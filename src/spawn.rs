@@ -121,6 +121,7 @@ fn spawner() -> &'static std::sync::Mutex<mpsc::Sender<SpawnRequest>> {
             .name("kern-sandbox-spawner".into())
             .spawn(move || {
                 launch::block_signals_on_this_thread();
+                let mut launcher = launch::Launcher::new();
                 for req in rx {
                     let spec = launch::Spec {
                         program: req.program.as_os_str(),
@@ -128,7 +129,11 @@ fn spawner() -> &'static std::sync::Mutex<mpsc::Sender<SpawnRequest>> {
                         env: &req.env,
                         keep_fd: req.keep_fd.as_raw_fd(),
                     };
-                    let _ = req.reply.send(launch::spawn(&spec));
+                    let spawned = match launcher.as_mut() {
+                        Ok(l) => launch::spawn(l, &spec),
+                        Err(e) => Err(std::io::Error::new(e.kind(), format!("cannot open /dev/null: {e}"))),
+                    };
+                    let _ = req.reply.send(spawned);
                     // Our copy of the started pipe's write end closes here, so EOF means kern.
                 }
             })

@@ -142,6 +142,17 @@ impl LiveIndex {
         self.inotify.is_some()
     }
 
+    /// Whether a sync is a few syscalls (watching, and little queued) rather than walking or
+    /// re-reading many paths: then callers need not leave the async runtime for it.
+    pub fn is_cheap(&self) -> bool {
+        const QUEUED_MAX: i32 = 16 * 1024; // about 500 events
+        let Some(fd) = self.inotify.as_ref().filter(|_| self.built) else { return false };
+        let mut queued: libc::c_int = 0;
+        // SAFETY: FIONREAD writes one int.
+        let r = unsafe { libc::ioctl(fd.as_raw_fd(), libc::FIONREAD, &mut queued) };
+        r == 0 && queued < QUEUED_MAX
+    }
+
     /// Brings the index up to date and starts remembering changes for `call`.
     pub fn begin(&mut self, ws: &Workspace, call: u64) {
         self.sync(ws);
