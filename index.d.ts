@@ -116,7 +116,7 @@ export interface SandboxOptions {
   /** Called with each stderr Buffer chunk as it arrives. */
   onStderr?: ChunkCallback | null;
   /** Report the files each call created/modified in `result.files`. Default true; false skips the
-   * workspace walk (faster on big workspaces) and `files` is then `[]`. */
+   * tracking (an inotify-kept index of the workspace) and `files` is then `[]`. */
   trackFiles?: boolean;
   /** Linux capabilities the box drops (kern --cap-drop, one per entry), e.g. ["ALL"] or
    * ["NET_RAW"]. Default ["ALL"]; `[]` opts out and keeps kern's own default set. Names are

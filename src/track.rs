@@ -107,6 +107,11 @@ struct Watched {
     ino: u64,
 }
 
+/// Watches one session may hold: inotify watches come out of a per-user budget
+/// (`fs.inotify.max_user_watches`) shared with the user's other programs, and a box can create
+/// directories without end. Past this the session walks instead.
+const MAX_WATCHES: usize = 8192;
+
 /// Why incremental sync gave up; the index is then rebuilt by a walk.
 struct Lost;
 
@@ -120,6 +125,7 @@ pub struct LiveIndex {
     wds: HashMap<i32, String>,
     /// Per call in flight: each path changed since it began, with its meta back then.
     calls: HashMap<u64, HashMap<String, Option<Meta>>>,
+    max_watches: usize,
 }
 
 impl LiveIndex {
@@ -134,6 +140,7 @@ impl LiveIndex {
             dirs: BTreeMap::new(),
             wds: HashMap::new(),
             calls: HashMap::new(),
+            max_watches: MAX_WATCHES,
         }
     }
 
@@ -306,6 +313,9 @@ impl LiveIndex {
 
     fn watch(&mut self, rel: &str, fd: BorrowedFd<'_>, st: &Stat) -> std::result::Result<(), Errno> {
         let Some(inotify) = self.inotify.as_ref() else { return Ok(()) };
+        if self.dirs.len() >= self.max_watches && !self.dirs.contains_key(rel) {
+            return Err(Errno::NOSPC);
+        }
         // The magic link names exactly the directory we opened beneath the root; no path race.
         let wd = inotify::add_watch(inotify, format!("/proc/self/fd/{}", fd.as_raw_fd()), WATCH)?;
         if let Some(prev) = self.wds.insert(wd, rel.to_string()) {
@@ -545,6 +555,24 @@ mod tests {
             fs::write(p.join("ok"), b"1").unwrap();
             assert_eq!(changes(live.finish(ws, 1)), pairs(&[("ok", "created")]));
         });
+    }
+
+    #[test]
+    fn past_its_watch_budget_a_session_walks_instead() {
+        let d = tempfile::tempdir().unwrap();
+        let ws = Workspace::open(d.path()).unwrap();
+        let mut live = LiveIndex::new(true);
+        live.max_watches = 3;
+        fs::create_dir_all(d.path().join("a/b")).unwrap();
+        live.begin(&ws, 1);
+        assert!(live.is_watching());
+        fs::create_dir_all(d.path().join("c/d")).unwrap();
+        fs::write(d.path().join("c/d/f"), b"1").unwrap();
+        assert_eq!(changes(live.finish(&ws, 1)), pairs(&[("c/d/f", "created")]));
+        assert!(!live.is_watching());
+        live.begin(&ws, 2);
+        fs::write(d.path().join("a/b/g"), b"1").unwrap();
+        assert_eq!(changes(live.finish(&ws, 2)), pairs(&[("a/b/g", "created")]));
     }
 
     #[test]
