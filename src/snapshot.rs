@@ -7,8 +7,10 @@ use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
 
-use flate2::{read::GzDecoder, Compress, Compression, Crc, FlushCompress};
+use flate2::{bufread::GzDecoder, Compress, Compression, Crc, FlushCompress};
 
 use crate::errors::{Error, Result};
 use crate::workspace::{Entry, Workspace};
@@ -276,54 +278,283 @@ fn vet_path(raw: &[u8]) -> Result<Option<Vec<String>>> {
 
 /// Extracts `src` into the workspace. Members are vetted as they stream by: only regular files
 /// and directories, no absolute path, no `..`; a refusal stops the restore with a SandboxError
-/// (members before it stay restored).
+/// (members before it stay restored; after a write error, a few after it may be too).
+///
+/// This thread decompresses and vets; [`LANES`] writer threads create and write the files, so
+/// inflate and the kernel's file work overlap. At most [`BATCHES`] batches exist, which bounds
+/// the memory in flight.
 pub fn restore(ws: &Workspace, src: &Path, limit: u64) -> Result<()> {
     let file = open_regular(src)
         .map_err(|e| Error::io(format!("restore: cannot open {}", src.display()), e))?;
-    let gz = GzDecoder::new(BufReader::with_capacity(IO_BUF, file));
+    // The earliest member a writer failed on: no writer goes past it, and its error is reported.
+    let failed = AtomicU64::new(u64::MAX);
+    std::thread::scope(|s| {
+        let (give_back, back) = mpsc::channel();
+        let mut sends = Vec::new();
+        let mut writers = Vec::new();
+        for _ in 0..LANES {
+            let (send, batches) = mpsc::sync_channel(BATCHES);
+            let give_back = GiveBack(give_back.clone());
+            let failed = &failed;
+            let writer = std::thread::Builder::new()
+                .name("kern-restore".into())
+                .spawn_scoped(s, move || write_members(ws, batches, &give_back, failed))
+                .map_err(|e| Error::io("restore: cannot start a writer thread", e))?;
+            sends.push(send);
+            writers.push(writer);
+        }
+        let open = (0..LANES).map(|_| Batch::default()).collect();
+        let mut feed = Feed { open, lane: 0, made: LANES, sends, back };
+        let read = read_members(file, limit, &mut feed);
+        feed.finish(); // what was read before a refusal is still written
+        let mut first: Option<(u64, Error)> = None;
+        for writer in writers {
+            if let Err((at, e)) = writer.join().unwrap_or_else(|p| std::panic::resume_unwind(p)) {
+                if first.as_ref().is_none_or(|(f, _)| at < *f) {
+                    first = Some((at, e));
+                }
+            }
+        }
+        // Writers only get members before one the reader refused: theirs is the earlier error.
+        first.map_or(read, |(_, e)| Err(e))
+    })
+}
+
+/// Writer threads. Creates in two directories run in parallel (on ext4 without a journal, soon
+/// after many deletes, each create can cost a millisecond), those in one directory serialize in
+/// the kernel anyway: so a file goes to the lane of its parent, and members with the same path
+/// keep their archive order.
+const LANES: usize = 2;
+/// Bytes of member data per batch (also the size of archive reads), and how many batches may exist.
+const BATCH: usize = 256 << 10;
+const BATCHES: usize = 6;
+
+fn lane_of(dir: &[String]) -> usize {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    dir.hash(&mut h);
+    h.finish() as usize % LANES
+}
+
+/// One step for a writer, in archive order; `member` numbers members across lanes.
+enum Op {
+    Dir { member: u64, parts: Vec<String> },
+    File { member: u64, parent: Vec<String>, leaf: String, mode: u32 },
+    /// The next `n` bytes of the batch's data continue the last file (possibly from a batch before).
+    Data(usize),
+}
+
+impl Op {
+    fn name_len(&self) -> usize {
+        let len = |parts: &[String]| parts.iter().map(String::len).sum::<usize>();
+        match self {
+            Op::Dir { parts, .. } => len(parts),
+            Op::File { parent, leaf, .. } => len(parent) + leaf.len(),
+            Op::Data(_) => 0,
+        }
+    }
+}
+
+#[derive(Default)]
+struct Batch {
+    ops: Vec<Op>,
+    /// BATCH bytes once a file needs them; `used` of them hold data.
+    data: Vec<u8>,
+    used: usize,
+    /// Name bytes in `ops`: a run of long names also ends a batch, so it stays bounded.
+    names: usize,
+}
+
+/// The reading side: fills a batch per lane, hands it over, takes back a written one.
+struct Feed {
+    open: Vec<Batch>,
+    /// The lane of the file being read.
+    lane: usize,
+    made: usize,
+    sends: Vec<mpsc::SyncSender<Batch>>,
+    /// Written batches; None when a writer stopped.
+    back: mpsc::Receiver<Option<Batch>>,
+}
+
+impl Feed {
+    /// Queues `op` for `lane`; false once a writer has stopped.
+    fn push(&mut self, lane: usize, op: Op) -> bool {
+        self.lane = lane;
+        let b = &mut self.open[lane];
+        b.names += op.name_len();
+        b.ops.push(op);
+        b.names < BATCH || self.hand_over(lane)
+    }
+
+    /// Space for the current file's next bytes; None once a writer has stopped.
+    fn room(&mut self) -> Option<&mut [u8]> {
+        let lane = self.lane;
+        if self.open[lane].used == BATCH && !self.hand_over(lane) {
+            return None;
+        }
+        let b = &mut self.open[lane];
+        if b.data.len() < BATCH {
+            b.data.resize(BATCH, 0);
+        }
+        Some(&mut b.data[b.used..])
+    }
+
+    /// Records that `n` bytes were read into [`Feed::room`].
+    fn filled(&mut self, n: usize) {
+        let b = &mut self.open[self.lane];
+        b.used += n;
+        match b.ops.last_mut() {
+            Some(Op::Data(k)) => *k += n,
+            _ => b.ops.push(Op::Data(n)),
+        }
+    }
+
+    fn hand_over(&mut self, lane: usize) -> bool {
+        if self.sends[lane].send(std::mem::take(&mut self.open[lane])).is_err() {
+            return false;
+        }
+        // Reuse a written batch (its buffer is already paged in) before making one.
+        let next = match self.back.try_recv() {
+            Ok(b) => b,
+            Err(_) if self.made < BATCHES => {
+                self.made += 1;
+                Some(Batch::default())
+            }
+            Err(_) => self.back.recv().ok().flatten(),
+        };
+        match next {
+            Some(b) => {
+                self.open[lane] = b;
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn finish(self) {
+        for (send, batch) in self.sends.iter().zip(self.open) {
+            if !batch.ops.is_empty() {
+                let _ = send.send(batch);
+            }
+        }
+    }
+}
+
+/// A writer's way back to the reader. Dropped, however the writer ends, it wakes a reader that
+/// waits for a batch (which would otherwise wait forever).
+struct GiveBack(mpsc::Sender<Option<Batch>>);
+
+impl Drop for GiveBack {
+    fn drop(&mut self) {
+        let _ = self.0.send(None);
+    }
+}
+
+/// Decompresses and vets the archive into `feed`. Ok(()) also when a writer stopped first: its
+/// error is the one to report.
+fn read_members(file: File, limit: u64, feed: &mut Feed) -> Result<()> {
+    let gz = GzDecoder::new(BufReader::with_capacity(BATCH, file));
     let mut archive = tar::Archive::new(Ceiling { inner: gz, left: limit, limit });
-    let mut buf = vec![0u8; IO_BUF];
-    // The last parent directory opened, reused while members stay in it.
-    let mut parent: Option<(Vec<String>, OwnedFd)> = None;
-    for entry in archive.entries().map_err(malformed)? {
+    for (member, entry) in (0u64..).zip(archive.entries().map_err(malformed)?) {
         let mut entry = entry.map_err(malformed)?;
         let kind = entry.header().entry_type();
         if kind.is_pax_global_extensions() {
             continue;
         }
         let Some(mut parts) = vet_path(&entry.path_bytes())? else { continue };
-        let shown = parts.join("/");
         if kind.is_dir() {
-            ws.open_dir(&parts, true)
-                .map_err(|e| Error::io(format!("restore: cannot create directory {shown:?}"), e))?;
+            if !feed.push(lane_of(&parts), Op::Dir { member, parts }) {
+                return Ok(());
+            }
             continue;
         }
         if !(kind.is_file() || kind == tar::EntryType::Continuous) {
             return Err(Error::sandbox(format!(
-                "unsafe member type in snapshot (only files and directories): {shown:?}"
+                "unsafe member type in snapshot (only files and directories): {:?}",
+                parts.join("/")
             )));
         }
         let leaf = parts.pop().unwrap_or_default();
-        if parent.as_ref().is_none_or(|(p, _)| *p != parts) {
-            let fd = ws
-                .open_dir(&parts, true)
-                .map_err(|e| Error::io(format!("restore: cannot create the parent of {shown:?}"), e))?;
-            parent = Some((parts, fd));
-        }
-        let dir = parent.as_ref().map(|(_, fd)| fd.as_fd()).expect("parent set above");
         let mode = entry.header().mode().map_or(0o644, |m| if m & 0o111 != 0 { 0o755 } else { 0o644 });
-        let mut out = Workspace::create_in(dir, &leaf, mode)
-            .map_err(|e| Error::io(format!("restore: cannot write {shown:?}"), e))?;
-        loop {
-            let n = match entry.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(malformed(e)),
-            };
-            out.write_all(&buf[..n])
-                .map_err(|e| Error::io(format!("restore: cannot write {shown:?}"), e))?;
+        if !feed.push(lane_of(&parts), Op::File { member, parent: parts, leaf, mode }) {
+            return Ok(());
         }
+        loop {
+            let Some(room) = feed.room() else { return Ok(()) };
+            match entry.read(room) {
+                Ok(0) => break,
+                Ok(n) => feed.filled(n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(malformed(e)),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Applies one lane's batches to the workspace, through the same contained I/O as `writeFile`.
+/// An error comes with the member it is about.
+fn write_members(
+    ws: &Workspace,
+    batches: mpsc::Receiver<Batch>,
+    give_back: &GiveBack,
+    failed: &AtomicU64,
+) -> std::result::Result<(), (u64, Error)> {
+    let shown = |parent: &[String], leaf: &str| {
+        if parent.is_empty() { leaf.to_string() } else { format!("{}/{leaf}", parent.join("/")) }
+    };
+    let fail = |member: u64, e: Error| {
+        failed.fetch_min(member, Ordering::Relaxed);
+        (member, e)
+    };
+    // The last parent directory opened, reused while files stay in it; the file being written.
+    let mut parent: Option<(Vec<String>, OwnedFd)> = None;
+    let mut out: Option<(File, String, u64)> = None;
+    for mut batch in batches {
+        let mut at = 0;
+        for op in batch.ops.drain(..) {
+            match op {
+                Op::Dir { member, parts } => {
+                    if member > failed.load(Ordering::Relaxed) {
+                        return Ok(());
+                    }
+                    out = None;
+                    ws.open_dir(&parts, true).map_err(|e| {
+                        let what = format!("restore: cannot create directory {:?}", parts.join("/"));
+                        fail(member, Error::io(what, e))
+                    })?;
+                }
+                Op::File { member, parent: dir, leaf, mode } => {
+                    if member > failed.load(Ordering::Relaxed) {
+                        return Ok(());
+                    }
+                    drop(out.take()); // closed before the next is created, as a serial restore would
+                    if parent.as_ref().is_none_or(|(p, _)| *p != dir) {
+                        let fd = ws.open_dir(&dir, true).map_err(|e| {
+                            let what = format!("restore: cannot create the parent of {:?}", shown(&dir, &leaf));
+                            fail(member, Error::io(what, e))
+                        })?;
+                        parent = Some((dir, fd));
+                    }
+                    let (dir, fd) = parent.as_ref().expect("parent set above");
+                    let f = Workspace::create_in(fd.as_fd(), &leaf, mode).map_err(|e| {
+                        fail(member, Error::io(format!("restore: cannot write {:?}", shown(dir, &leaf)), e))
+                    })?;
+                    out = Some((f, leaf, member));
+                }
+                Op::Data(n) => {
+                    let (f, leaf, member) = out.as_mut().expect("data follows its file");
+                    f.write_all(&batch.data[at..at + n]).map_err(|e| {
+                        let dir = parent.as_ref().map_or(&[][..], |(p, _)| p.as_slice());
+                        fail(*member, Error::io(format!("restore: cannot write {:?}", shown(dir, leaf)), e))
+                    })?;
+                    at += n;
+                }
+            }
+        }
+        batch.used = 0;
+        batch.names = 0;
+        let _ = give_back.0.send(Some(batch)); // the reader may be done
     }
     Ok(())
 }
@@ -383,6 +614,60 @@ mod tests {
         assert_eq!(std::fs::read(d2.path().join("top.txt")).unwrap(), b"top");
         assert!(d2.path().join("empty").is_dir());
         drop(d);
+    }
+
+    #[test]
+    fn restore_keeps_archive_order_across_batches_and_lanes() {
+        let body = |i: usize, len: usize| (0..len).map(|j| (i * 31 + j * 7) as u8).collect::<Vec<u8>>();
+        let sizes = [0, 1, BATCH - 1, BATCH, BATCH + 1, 3 * BATCH + 7];
+        let mut want = Vec::new();
+        let data = gz_tar(|b| {
+            for i in 0..40 {
+                let (name, len) = (format!("d{}/f{i}", i % 7), sizes[i % sizes.len()]);
+                let mut h = tar::Header::new_gnu();
+                h.set_size(len as u64);
+                h.set_mode(0o644);
+                b.append_data(&mut h, &name, &body(i, len)[..]).unwrap();
+                want.push((name, body(i, len)));
+            }
+            // A later member with the same path wins, even when shorter.
+            let mut h = tar::Header::new_gnu();
+            h.set_size(3);
+            h.set_mode(0o644);
+            b.append_data(&mut h, "d5/f5", &b"new"[..]).unwrap();
+        });
+        let lanes: std::collections::HashSet<_> = (0..7).map(|i| lane_of(&[format!("d{i}")])).collect();
+        assert_eq!(lanes.len(), LANES, "the directories cover every lane");
+        want.retain(|(n, _)| n != "d5/f5");
+        want.push(("d5/f5".into(), b"new".to_vec()));
+        let (d, w) = ws();
+        let f = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(f.path(), &data).unwrap();
+        restore(&w, f.path(), DEFAULT_LIMIT).unwrap();
+        for (name, body) in want {
+            assert!(std::fs::read(d.path().join(&name)).unwrap() == body, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_write_error_names_its_member_and_earlier_members_land() {
+        let data = gz_tar(|b| {
+            for name in ["a/1", "b/2", "link/x", "c/3"] {
+                let mut h = tar::Header::new_gnu();
+                h.set_size(1);
+                h.set_mode(0o644);
+                b.append_data(&mut h, name, &b"x"[..]).unwrap();
+            }
+        });
+        let (d, w) = ws();
+        let outside = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), d.path().join("link")).unwrap();
+        let f = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(f.path(), &data).unwrap();
+        let err = restore(&w, f.path(), DEFAULT_LIMIT).unwrap_err();
+        assert!(err.to_string().contains("\"link/x\""), "{err}");
+        assert!(d.path().join("a/1").is_file() && d.path().join("b/2").is_file());
+        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
     }
 
     #[test]
