@@ -255,7 +255,26 @@ fn create_external_latin1() -> Option<CreateExternalLatin1> {
 /// Finalizer of an external string: frees the capture (`hint` carries its capacity).
 unsafe extern "C" fn free_capture(_env: sys::napi_env, data: *mut c_void, hint: *mut c_void) {
     // SAFETY: `data` and `hint` are the pointer and capacity of the Vec leaked in `external`.
-    drop(unsafe { Vec::from_raw_parts(data.cast::<u8>(), 0, hint as usize) });
+    release(unsafe { Vec::from_raw_parts(data.cast::<u8>(), 0, hint as usize) });
+}
+
+/// Frees a capture and hands its pages back to the OS now: glibc would keep a big freed block in
+/// its arena (its mmap threshold grows with use), and V8 collects these strings at any time, long
+/// after the trims scheduled by the call.
+fn release(buf: Vec<u8>) {
+    let cap = buf.capacity();
+    if cap >= BIG {
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
+        let start = (buf.as_ptr() as usize).next_multiple_of(page);
+        let end = (buf.as_ptr() as usize + cap) & !(page - 1);
+        if end > start {
+            // SAFETY: whole pages inside our own allocation, which is not read again before the
+            // free; DONTNEED only makes them read back as zeros.
+            unsafe { libc::madvise(start as *mut c_void, end - start, libc::MADV_DONTNEED) };
+        }
+    }
+    drop(buf);
 }
 
 /// Hands `bytes` to V8 without copying; on failure they come back for the copying path.
@@ -282,9 +301,16 @@ unsafe fn external(
 impl ToNapiValue for Text {
     unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
         let mut bytes = val.0;
+        let mut out = std::ptr::null_mut();
         if !bytes.is_ascii() {
             let text = String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-            return unsafe { String::to_napi_value(env, text) };
+            check_status!(
+                unsafe { sys::napi_create_string_utf8(env, text.as_ptr().cast(), text.len() as isize, &mut out) },
+                "Failed to create a {} byte string",
+                text.len()
+            )?;
+            release(text.into_bytes());
+            return Ok(out);
         }
         if (EXTERNAL_MIN..=EXTERNAL_MAX).contains(&bytes.len()) {
             if let Some(create) = create_external_latin1() {
@@ -295,12 +321,12 @@ impl ToNapiValue for Text {
             }
         }
         // ASCII is Latin-1: V8 copies it without decoding.
-        let mut out = std::ptr::null_mut();
         check_status!(
             unsafe { sys::napi_create_string_latin1(env, bytes.as_ptr().cast(), bytes.len() as isize, &mut out) },
             "Failed to create a {} byte string",
             bytes.len()
         )?;
+        release(bytes);
         Ok(out)
     }
 }
