@@ -23,7 +23,7 @@ const SETUP_MIN_TIMEOUT_S: f64 = 120.0;
 /// An open session's resources.
 pub struct Opened {
     pub ws: Workspace,
-    /// `<tmp>/kern-sbx-<pid>-<rand>`, mode 0700: env files, and the workspace when we own it.
+    /// `<tmp>/kern-sbx-<pid>-<rand>`, mode 0700: the env file, and the workspace when we own it.
     private: PathBuf,
     owns_workspace: bool,
     /// The env file every box of the session reads (written once, at open).

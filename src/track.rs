@@ -126,6 +126,8 @@ pub struct LiveIndex {
     /// Per call in flight: each path changed since it began, with its meta back then.
     calls: HashMap<u64, HashMap<String, Option<Meta>>>,
     max_watches: usize,
+    /// The event read buffer, kept: two syncs a call.
+    events: Vec<MaybeUninit<u8>>,
 }
 
 impl LiveIndex {
@@ -141,6 +143,7 @@ impl LiveIndex {
             wds: HashMap::new(),
             calls: HashMap::new(),
             max_watches: MAX_WATCHES,
+            events: Vec::new(),
         }
     }
 
@@ -212,8 +215,10 @@ impl LiveIndex {
     fn drain(&mut self) -> std::result::Result<Vec<String>, Lost> {
         let Some(fd) = self.inotify.as_ref() else { return Err(Lost) };
         let mut raw: Vec<(i32, ReadFlags, Option<Vec<u8>>)> = Vec::new();
-        let mut buf = vec![MaybeUninit::<u8>::uninit(); 64 * 1024];
-        let mut reader = inotify::Reader::new(fd.as_fd(), &mut buf);
+        if self.events.is_empty() {
+            self.events.resize(64 * 1024, MaybeUninit::uninit());
+        }
+        let mut reader = inotify::Reader::new(fd.as_fd(), &mut self.events);
         loop {
             match reader.next() {
                 Ok(ev) => raw.push((ev.wd(), ev.events(), ev.file_name().map(|n| n.to_bytes().to_vec()))),
@@ -295,17 +300,8 @@ impl LiveIndex {
         let Ok(st) = rustix::fs::fstat(&fd) else { return Ok(()) };
         self.watch(rel, fd.as_fd(), &st).map_err(|_| Lost)?;
         drop(fd);
-        let mut lost = false;
-        let found = {
-            let mut dirs = |r: &str, fd: BorrowedFd<'_>, st: &Stat| self.watch(r, fd, st);
-            walk_files(ws, &parts, &mut dirs).map_err(|_| {
-                lost = true;
-            })
-        };
-        if lost {
-            return Err(Lost);
-        }
-        for (path, meta) in found.unwrap_or_default() {
+        let found = walk_files(ws, &parts, &mut |r, fd, st| self.watch(r, fd, st)).map_err(|_| Lost)?;
+        for (path, meta) in found {
             self.set(&path, Some(meta));
         }
         Ok(())
@@ -332,7 +328,8 @@ impl LiveIndex {
     /// Drops a directory that is gone or replaced: its watches and every file below it.
     fn forget_tree(&mut self, rel: &str) {
         let prefix = format!("{rel}/");
-        let mut gone: Vec<String> = self.dirs.range(prefix.clone()..).map(|(k, _)| k).take_while(|k| k.starts_with(&prefix)).cloned().collect();
+        let mut gone: Vec<String> =
+            self.dirs.range(prefix.clone()..).map(|(k, _)| k).take_while(|k| k.starts_with(&prefix)).cloned().collect();
         gone.push(rel.to_string());
         for d in gone {
             if let Some(w) = self.dirs.remove(&d) {
@@ -402,8 +399,7 @@ impl LiveIndex {
         let root = ws.open_dir(&[], false).map_err(|e| crate::errors::Error::io("cannot list the workspace", e))?;
         let st = rustix::fs::fstat(&root).map_err(|e| crate::errors::Error::io("cannot list the workspace", e.into()))?;
         self.watch("", root.as_fd(), &st).map_err(|e| crate::errors::Error::io("cannot watch the workspace", e.into()))?;
-        let mut dirs = |r: &str, fd: BorrowedFd<'_>, st: &Stat| self.watch(r, fd, st);
-        walk_files(ws, &[], &mut dirs)
+        walk_files(ws, &[], &mut |r, fd, st| self.watch(r, fd, st))
     }
 }
 
