@@ -50,7 +50,7 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(io::Error::from)
 }
 
-/// Blocks every signal on the calling thread. The spawner thread calls this once: a signal
+/// Blocks every signal on the calling thread. Each spawner thread calls this once: a signal
 /// handler must never run in the vfork child, which shares the parent's memory.
 pub fn block_signals_on_this_thread() {
     // SAFETY: plain libc calls on a local sigset.
@@ -112,7 +112,7 @@ unsafe fn fail(err: *mut i32) -> ! {
     libc::_exit(127)
 }
 
-/// The clone stack and stdin, reused by every spawn of the (single) spawner thread.
+/// The clone stack and stdin of one spawner thread, reused by each of its spawns.
 pub struct Launcher {
     stack: Vec<u8>,
     devnull: OwnedFd,
