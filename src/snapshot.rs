@@ -107,7 +107,7 @@ impl<W: Write> ChunkedGz<W> {
     fn new(mut out: W) -> io::Result<Self> {
         // Header: no name, no mtime, "fastest" flag, unknown OS.
         out.write_all(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 4, 0xff])?;
-        let parallel = std::thread::available_parallelism().map_or(false, |n| n.get() > 1);
+        let parallel = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
         Ok(ChunkedGz { out, ready: Vec::new(), filling: Vec::with_capacity(CHUNK), crc: Crc::new(), parallel })
     }
 
