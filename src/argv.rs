@@ -46,7 +46,11 @@ pub fn box_argv(cfg: &Config, spec: &BoxSpec<'_>) -> Vec<OsString> {
         a.push(deps);
     }
     a.push("--timeout".into());
-    a.push((spec.timeout_s.ceil() as u64 + BACKSTOP_GRACE_S).to_string().into());
+    a.push(
+        (spec.timeout_s.ceil() as u64 + BACKSTOP_GRACE_S)
+            .to_string()
+            .into(),
+    );
     if let Some(m) = cfg.memory_mb {
         a.push("--memory".into());
         a.push(format!("{m}m").into());
@@ -151,9 +155,27 @@ mod tests {
         assert_eq!(
             strs(box_argv(&cfg(), &spec)),
             [
-                "box", "n1", "--image", "python:3.12-slim", "--ro", "-v", "/tmp/ws:/workspace",
-                "--workdir", "/workspace", "--timeout", "35", "--memory", "512m", "--pids-limit",
-                "256", "--env-file", "/tmp/p/env", "--", "python3", "-c", "print(1)"
+                "box",
+                "n1",
+                "--image",
+                "python:3.12-slim",
+                "--ro",
+                "-v",
+                "/tmp/ws:/workspace",
+                "--workdir",
+                "/workspace",
+                "--timeout",
+                "35",
+                "--memory",
+                "512m",
+                "--pids-limit",
+                "256",
+                "--env-file",
+                "/tmp/p/env",
+                "--",
+                "python3",
+                "-c",
+                "print(1)"
             ]
         );
     }
@@ -165,8 +187,16 @@ mod tests {
         c.egress_allow = vec!["a.example.org".into(), "b.example.net".into()];
         c.profiles = vec!["vcpu:heavy".into()];
         c.mounts = vec![
-            Mount { source: "/data".into(), target: "/d".into(), read_only: true },
-            Mount { source: "/data2".into(), target: "/e".into(), read_only: false },
+            Mount {
+                source: "/data".into(),
+                target: "/d".into(),
+                read_only: true,
+            },
+            Mount {
+                source: "/data2".into(),
+                target: "/e".into(),
+                read_only: false,
+            },
         ];
         c.cap_drop = vec!["ALL".into()];
         c.security_profile = Some("untrusted".into());
@@ -185,12 +215,41 @@ mod tests {
         assert_eq!(
             strs(box_argv(&c, &spec)),
             [
-                "box", "n2", "--image", "python:3.12-slim", "--ro", "-v", "/w:/workspace",
-                "--workdir", "/workspace", "-v", "/w/.deps:/workspace/.deps:ro", "--timeout", "6",
-                "--memory", "512m", "--cpus", "1.5", "--pids-limit", "256", "--egress-allow",
-                "a.example.org,b.example.net", "vcpu:heavy", "-v", "/data:/d:ro", "-v",
-                "/data2:/e", "--cap-drop", "ALL", "--security-profile", "untrusted",
-                "--require-limits", "--apparmor", "kern-box", "--", "true"
+                "box",
+                "n2",
+                "--image",
+                "python:3.12-slim",
+                "--ro",
+                "-v",
+                "/w:/workspace",
+                "--workdir",
+                "/workspace",
+                "-v",
+                "/w/.deps:/workspace/.deps:ro",
+                "--timeout",
+                "6",
+                "--memory",
+                "512m",
+                "--cpus",
+                "1.5",
+                "--pids-limit",
+                "256",
+                "--egress-allow",
+                "a.example.org,b.example.net",
+                "vcpu:heavy",
+                "-v",
+                "/data:/d:ro",
+                "-v",
+                "/data2:/e",
+                "--cap-drop",
+                "ALL",
+                "--security-profile",
+                "untrusted",
+                "--require-limits",
+                "--apparmor",
+                "kern-box",
+                "--",
+                "true"
             ]
         );
     }

@@ -50,7 +50,12 @@ impl Drop for BoxGuard {
 pub fn track_box(env: usize, pgid: i32, name: &str, kern: &Path) -> BoxGuard {
     static NEXT: AtomicU64 = AtomicU64::new(1);
     let id = NEXT.fetch_add(1, Ordering::Relaxed);
-    let b = LiveBox { env, pgid, name: name.to_string(), kern: kern.to_path_buf() };
+    let b = LiveBox {
+        env,
+        pgid,
+        name: name.to_string(),
+        kern: kern.to_path_buf(),
+    };
     with(|r| r.boxes.insert(id, b));
     BoxGuard(id)
 }
@@ -66,13 +71,23 @@ pub fn untrack_dir(dir: &Path) {
 /// The env cleanup hook: stop this env's boxes, then remove its directories.
 pub fn on_env_exit(env: usize) {
     let (boxes, dirs) = with(|r| {
-        let ids: Vec<u64> = r.boxes.iter().filter(|(_, b)| b.env == env).map(|(id, _)| *id).collect();
+        let ids: Vec<u64> = r
+            .boxes
+            .iter()
+            .filter(|(_, b)| b.env == env)
+            .map(|(id, _)| *id)
+            .collect();
         let boxes: Vec<_> = ids
             .into_iter()
             .filter_map(|id| r.boxes.remove(&id))
             .map(|b| (b.pgid, b.name, b.kern))
             .collect();
-        let dirs: Vec<PathBuf> = r.dirs.iter().filter(|(_, e)| **e == env).map(|(d, _)| d.clone()).collect();
+        let dirs: Vec<PathBuf> = r
+            .dirs
+            .iter()
+            .filter(|(_, e)| **e == env)
+            .map(|(d, _)| d.clone())
+            .collect();
         for d in &dirs {
             r.dirs.remove(d);
         }
@@ -88,7 +103,9 @@ pub fn on_env_exit(env: usize) {
 
 fn pid_alive(pid: i32) -> bool {
     // SAFETY: signal 0 only probes; EPERM still means the process exists.
-    pid > 0 && (unsafe { libc::kill(pid, 0) } == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
+    pid > 0
+        && (unsafe { libc::kill(pid, 0) } == 0
+            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
 }
 
 /// The owning pid encoded in a session directory name, if it is one of ours.
@@ -104,15 +121,21 @@ pub fn owner_pid(name: &str) -> Option<i32> {
 /// Removes session directories in `tmp` whose owning process is dead. Only directories owned by
 /// our uid are touched.
 pub fn reclaim_stale(tmp: &Path) {
-    let Ok(entries) = std::fs::read_dir(tmp) else { return };
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
     let me = rustix::process::geteuid().as_raw();
     for e in entries.flatten() {
         let name = e.file_name();
-        let Some(pid) = name.to_str().and_then(owner_pid) else { continue };
+        let Some(pid) = name.to_str().and_then(owner_pid) else {
+            continue;
+        };
         if pid as u32 == std::process::id() || pid_alive(pid) {
             continue;
         }
-        let Ok(meta) = std::fs::symlink_metadata(e.path()) else { continue };
+        let Ok(meta) = std::fs::symlink_metadata(e.path()) else {
+            continue;
+        };
         use std::os::unix::fs::MetadataExt;
         if meta.is_dir() && meta.uid() == me {
             let _ = std::fs::remove_dir_all(e.path());
@@ -137,7 +160,9 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         // pid 0x7fffffff is never a live process.
         let dead = tmp.path().join(format!("{SESSION_PREFIX}2147483646-abcd"));
-        let live = tmp.path().join(format!("{SESSION_PREFIX}{}-abcd", std::process::id()));
+        let live = tmp
+            .path()
+            .join(format!("{SESSION_PREFIX}{}-abcd", std::process::id()));
         std::fs::create_dir_all(dead.join("ws")).unwrap();
         std::fs::create_dir_all(&live).unwrap();
         reclaim_stale(tmp.path());

@@ -47,7 +47,10 @@ impl Error {
 
 impl From<Error> for napi::Error {
     fn from(e: Error) -> Self {
-        napi::Error::new(napi::Status::GenericFailure, format!("[{}] {}", e.code(), e))
+        napi::Error::new(
+            napi::Status::GenericFailure,
+            format!("[{}] {}", e.code(), e),
+        )
     }
 }
 
@@ -55,7 +58,10 @@ impl From<Error> for napi::Error {
 pub fn guard<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(r) => r,
-        Err(p) => Err(Error::sandbox(format!("internal error: {}", panic_message(&p)))),
+        Err(p) => Err(Error::sandbox(format!(
+            "internal error: {}",
+            panic_message(&p)
+        ))),
     }
 }
 
@@ -65,12 +71,18 @@ pub struct Guarded<F>(pub F);
 impl<T, F: std::future::Future<Output = Result<T>>> std::future::Future for Guarded<F> {
     type Output = Result<T>;
 
-    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<T>> {
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<T>> {
         // SAFETY: structural pinning of the only field; it is never moved out.
         let inner = unsafe { self.map_unchecked_mut(|g| &mut g.0) };
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.poll(cx))) {
             Ok(p) => p,
-            Err(p) => std::task::Poll::Ready(Err(Error::sandbox(format!("internal error: {}", panic_message(&p))))),
+            Err(p) => std::task::Poll::Ready(Err(Error::sandbox(format!(
+                "internal error: {}",
+                panic_message(&p)
+            )))),
         }
     }
 }

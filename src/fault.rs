@@ -34,7 +34,10 @@ pub struct Fault {
 
 impl Fault {
     fn new(kind: &'static str, message: impl Into<String>) -> Fault {
-        Fault { kind, message: message.into() }
+        Fault {
+            kind,
+            message: message.into(),
+        }
     }
 }
 
@@ -63,7 +66,10 @@ fn classify_inner(e: &Ending<'_>) -> Option<Fault> {
     if e.timed_out {
         return Some(Fault::new(
             "timeout",
-            format!("exceeded the {}s time limit (killed by the binding)", fmt_secs(e.timeout_s)),
+            format!(
+                "exceeded the {}s time limit (killed by the binding)",
+                fmt_secs(e.timeout_s)
+            ),
         ));
     }
     match e.exit_code {
@@ -115,7 +121,9 @@ fn kern_startup_error(stderr: &[u8]) -> Option<String> {
     let text = String::from_utf8_lossy(stderr);
     let is_error = |l: &str| {
         let l = l.trim_start();
-        l.starts_with("error:") || l.starts_with("kern: error") || l.contains("sandbox setup failed")
+        l.starts_with("error:")
+            || l.starts_with("kern: error")
+            || l.contains("sandbox setup failed")
     };
     // The message starts at kern's first error line, leaving its warnings out.
     let lines: Vec<&str> = text.lines().collect();
@@ -180,18 +188,36 @@ mod tests {
 
     #[test]
     fn kern_errors_without_the_channel_are() {
-        let f = end(1, Started::Silent, &format!("{WARN}error: image: python:9 not found")).unwrap();
+        let f = end(
+            1,
+            Started::Silent,
+            &format!("{WARN}error: image: python:9 not found"),
+        )
+        .unwrap();
         assert_eq!(f.kind, "startup_failed");
-        assert!(f.message.starts_with("error: image: python:9 not found"), "{}", f.message);
+        assert!(
+            f.message.starts_with("error: image: python:9 not found"),
+            "{}",
+            f.message
+        );
     }
 
     #[test]
     fn exit_codes_decide_before_stderr() {
-        assert_eq!(end(159, Started::Silent, "error: x").unwrap().kind, "escape_blocked");
+        assert_eq!(
+            end(159, Started::Silent, "error: x").unwrap().kind,
+            "escape_blocked"
+        );
         assert_eq!(end(143, Started::Silent, "").unwrap().kind, "timeout");
         assert_eq!(end(137, Started::Silent, "").unwrap().kind, "killed");
-        assert_eq!(end(137, Started::Yes { mem_cap: 1 }, "").unwrap().kind, "oom");
-        assert_eq!(end(137, Started::Yes { mem_cap: 2 }, "").unwrap().kind, "killed");
+        assert_eq!(
+            end(137, Started::Yes { mem_cap: 1 }, "").unwrap().kind,
+            "oom"
+        );
+        assert_eq!(
+            end(137, Started::Yes { mem_cap: 2 }, "").unwrap().kind,
+            "killed"
+        );
         assert_eq!(end(139, Started::Silent, "").map(|f| f.kind), None);
         assert_eq!(end(0, Started::Silent, "error: x"), None);
     }

@@ -43,7 +43,8 @@ pub struct Spec<'a> {
 }
 
 fn cstr(s: &OsStr) -> io::Result<CString> {
-    CString::new(s.as_bytes()).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL byte in argv or env"))
+    CString::new(s.as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL byte in argv or env"))
 }
 
 fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
@@ -83,7 +84,13 @@ extern "C" fn child(arg: *mut libc::c_void) -> libc::c_int {
             }
         }
         if libc::setpgid(0, 0) != 0
-            || libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0
+            || libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
         {
             fail(a.err);
         }
@@ -91,7 +98,8 @@ extern "C" fn child(arg: *mut libc::c_void) -> libc::c_int {
         if libc::getppid() != a.parent {
             libc::_exit(127);
         }
-        if libc::dup2(a.stdin, 0) < 0 || libc::dup2(a.stdout, 1) < 0 || libc::dup2(a.stderr, 2) < 0 {
+        if libc::dup2(a.stdin, 0) < 0 || libc::dup2(a.stdout, 1) < 0 || libc::dup2(a.stderr, 2) < 0
+        {
             fail(a.err);
         }
         let flags = libc::fcntl(a.keep, libc::F_GETFD);
@@ -126,7 +134,10 @@ impl Launcher {
             rustix::fs::OFlags::RDWR | rustix::fs::OFlags::CLOEXEC,
             rustix::fs::Mode::empty(),
         )?;
-        Ok(Launcher { stack: vec![0u8; STACK], devnull })
+        Ok(Launcher {
+            stack: vec![0u8; STACK],
+            devnull,
+        })
     }
 }
 
@@ -154,10 +165,16 @@ pub fn spawn(launcher: &mut Launcher, spec: &Spec<'_>) -> io::Result<Spawned> {
     for (k, v) in spec.env {
         envp_c.push(cstr(OsStr::new(&format!("{k}={v}")))?);
     }
-    let argv: Vec<*const libc::c_char> =
-        argv_c.iter().map(|c| c.as_ptr()).chain(std::iter::once(std::ptr::null())).collect();
-    let envp: Vec<*const libc::c_char> =
-        envp_c.iter().map(|c| c.as_ptr()).chain(std::iter::once(std::ptr::null())).collect();
+    let argv: Vec<*const libc::c_char> = argv_c
+        .iter()
+        .map(|c| c.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect();
+    let envp: Vec<*const libc::c_char> = envp_c
+        .iter()
+        .map(|c| c.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect();
 
     let (out_r, out_w) = pipe()?;
     let (err_r, err_w) = pipe()?;
@@ -198,7 +215,11 @@ pub fn spawn(launcher: &mut Launcher, spec: &Spec<'_>) -> io::Result<Spawned> {
         unsafe { libc::waitpid(pid, &mut status, 0) };
         return Err(io::Error::from_raw_os_error(errno));
     }
-    Ok(Spawned { pid, stdout: out_r, stderr: err_r })
+    Ok(Spawned {
+        pid,
+        stdout: out_r,
+        stderr: err_r,
+    })
 }
 
 /// Waits for our child `pid` without blocking the runtime: a pidfd where the kernel has them
@@ -225,10 +246,16 @@ fn reap(pid: libc::pid_t, status: &std::sync::OnceLock<i32>) -> Option<i32> {
 impl Reaper {
     pub fn new(pid: libc::pid_t) -> Reaper {
         let pidfd = rustix::process::Pid::from_raw(pid)
-            .and_then(|p| rustix::process::pidfd_open(p, rustix::process::PidfdFlags::NONBLOCK).ok())
+            .and_then(|p| {
+                rustix::process::pidfd_open(p, rustix::process::PidfdFlags::NONBLOCK).ok()
+            })
             // SAFETY: we own the pidfd and nothing else registers it.
             .and_then(|fd| unsafe { tokio::io::unix::AsyncFd::register(fd) }.ok());
-        Reaper { pid, pidfd, status: Default::default() }
+        Reaper {
+            pid,
+            pidfd,
+            status: Default::default(),
+        }
     }
 
     /// The raw wait status once the child has exited.
@@ -281,4 +308,3 @@ pub fn exit_code(status: i32) -> i32 {
         -1
     }
 }
-

@@ -71,7 +71,10 @@ impl From<Outcome> for NativeResult {
             stderr: Text(o.stderr),
             exit_code: o.exit_code,
             duration_ms: o.duration.as_millis() as f64,
-            fault: o.fault.map(|f| NativeFault { kind: f.kind.to_string(), message: f.message }),
+            fault: o.fault.map(|f| NativeFault {
+                kind: f.kind.to_string(),
+                message: f.message,
+            }),
             files: o.files,
             truncated: o.truncated,
         }
@@ -115,7 +118,9 @@ fn nonnegative_bytes(v: Option<f64>, what: &str) -> napi::Result<Option<u64>> {
     match v {
         None => Ok(None),
         Some(n) if n.is_finite() && n >= 0.0 => Ok(Some(n.min(u64::MAX as f64) as u64)),
-        Some(_) => Err(Error::sandbox(format!("{what} must be a non-negative number of bytes")).into()),
+        Some(_) => {
+            Err(Error::sandbox(format!("{what} must be a non-negative number of bytes")).into())
+        }
     }
 }
 
@@ -142,7 +147,9 @@ impl NativeSandbox {
     /// The canonical host path of the open workspace, or null before open().
     #[napi(getter)]
     pub fn workspace_path(&self) -> Option<String> {
-        self.inner.workspace_path().map(|p| p.to_string_lossy().into_owned())
+        self.inner
+            .workspace_path()
+            .map(|p| p.to_string_lossy().into_owned())
     }
 
     #[napi(ts_return_type = "Promise<void>")]
@@ -153,7 +160,11 @@ impl NativeSandbox {
         on_stderr: Option<ChunkFn>,
     ) -> napi::Result<PromiseRaw<'e, ()>> {
         let s = self.inner.clone();
-        let sinks = CallOptions { on_stdout, on_stderr, ..Default::default() };
+        let sinks = CallOptions {
+            on_stdout,
+            on_stderr,
+            ..Default::default()
+        };
         promise(env, async move { s.open(sinks).await })
     }
 
@@ -177,10 +188,21 @@ impl NativeSandbox {
         let timeout_s = call.timeout_s.map(options::check_timeout).transpose()?;
         let cancel = call.call_id.map(|id| {
             let c = Arc::new(Cancel::default());
-            self.calls.lock().unwrap_or_else(|p| p.into_inner()).insert(id, c.clone());
+            self.calls
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(id, c.clone());
             c
         });
-        Ok((CallOptions { timeout_s, on_stdout, on_stderr, cancel }, call.call_id))
+        Ok((
+            CallOptions {
+                timeout_s,
+                on_stdout,
+                on_stderr,
+                cancel,
+            },
+            call.call_id,
+        ))
     }
 
     fn finish_call(calls: &Mutex<HashMap<u32, Arc<Cancel>>>, id: Option<u32>) {
@@ -219,7 +241,9 @@ impl NativeSandbox {
         on_stdout: Option<ChunkFn>,
         on_stderr: Option<ChunkFn>,
     ) -> napi::Result<PromiseRaw<'e, NativeResult>> {
-        self.box_call(env, call, (on_stdout, on_stderr), |s, opts| async move { s.run(command, opts).await })
+        self.box_call(env, call, (on_stdout, on_stderr), |s, opts| async move {
+            s.run(command, opts).await
+        })
     }
 
     #[napi(ts_return_type = "Promise<NativeResult>")]
@@ -240,7 +264,12 @@ impl NativeSandbox {
     /// Aborts the call registered under `call_id`, tearing its box down like a timeout.
     #[napi]
     pub fn cancel(&self, call_id: u32) {
-        if let Some(c) = self.calls.lock().unwrap_or_else(|p| p.into_inner()).get(&call_id) {
+        if let Some(c) = self
+            .calls
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&call_id)
+        {
             c.fire(StopReason::Aborted);
         }
     }
@@ -269,7 +298,9 @@ impl NativeSandbox {
     ) -> napi::Result<PromiseRaw<'e, Buffer>> {
         let max = nonnegative_bytes(max_bytes, "maxBytes")?;
         let s = self.inner.clone();
-        promise(env, async move { s.read_file(path, max).await.map(Buffer::from) })
+        promise(env, async move {
+            s.read_file(path, max).await.map(Buffer::from)
+        })
     }
 
     #[napi(ts_return_type = "Promise<FileInfo[]>")]
@@ -279,7 +310,9 @@ impl NativeSandbox {
         subdir: Option<String>,
     ) -> napi::Result<PromiseRaw<'e, Vec<FileInfo>>> {
         let s = self.inner.clone();
-        promise(env, async move { s.list_files(subdir.unwrap_or_default()).await })
+        promise(env, async move {
+            s.list_files(subdir.unwrap_or_default()).await
+        })
     }
 
     #[napi]
@@ -288,7 +321,9 @@ impl NativeSandbox {
             return Err(Error::sandbox("snapshot needs a destination file path").into());
         }
         let limit = nonnegative_bytes(max_bytes, "maxBytes")?.unwrap_or(snapshot::DEFAULT_LIMIT);
-        Ok(errors::guard(|| self.inner.snapshot(Path::new(&dest), limit))?)
+        Ok(errors::guard(|| {
+            self.inner.snapshot(Path::new(&dest), limit)
+        })?)
     }
 
     #[napi]
@@ -297,6 +332,8 @@ impl NativeSandbox {
             return Err(Error::sandbox("restore needs a source file path").into());
         }
         let limit = nonnegative_bytes(max_bytes, "maxBytes")?.unwrap_or(snapshot::DEFAULT_LIMIT);
-        Ok(errors::guard(|| self.inner.restore(Path::new(&src), limit))?)
+        Ok(errors::guard(|| {
+            self.inner.restore(Path::new(&src), limit)
+        })?)
     }
 }

@@ -7,7 +7,9 @@ use crate::errors::{Error, Result};
 
 fn is_executable_file(p: &Path) -> bool {
     // access(2) answers for the real uid, as the reference's X_OK check does.
-    let Ok(meta) = std::fs::metadata(p) else { return false };
+    let Ok(meta) = std::fs::metadata(p) else {
+        return false;
+    };
     meta.is_file()
         && meta.permissions().mode() & 0o111 != 0
         && rustix::fs::access(p, rustix::fs::Access::EXEC_OK).is_ok()

@@ -172,7 +172,11 @@ impl Config {
         let mut mounts = Vec::new();
         for m in o.mounts.unwrap_or_default() {
             let (source, target) = validate_mount(&m.source, &m.target)?;
-            mounts.push(Mount { source, target, read_only: m.read_only });
+            mounts.push(Mount {
+                source,
+                target,
+                read_only: m.read_only,
+            });
         }
         let profiles = o
             .profiles
@@ -195,7 +199,10 @@ impl Config {
         }
         let cap_drop = match o.cap_drop {
             None => vec!["ALL".to_string()],
-            Some(v) => v.into_iter().map(check_capability).collect::<Result<Vec<_>>>()?,
+            Some(v) => v
+                .into_iter()
+                .map(check_capability)
+                .collect::<Result<Vec<_>>>()?,
         };
         let security_profile = o.security_profile.map(check_security_profile).transpose()?;
         let apparmor = o.apparmor.map(check_apparmor).transpose()?;
@@ -231,7 +238,9 @@ pub fn check_timeout(t: f64) -> Result<f64> {
     if t.is_finite() && t > 0.0 && t <= MAX_TIMEOUT_S {
         Ok(t)
     } else {
-        Err(Error::sandbox("timeoutS must be a positive number of seconds"))
+        Err(Error::sandbox(
+            "timeoutS must be a positive number of seconds",
+        ))
     }
 }
 
@@ -254,7 +263,8 @@ fn check_image(i: String) -> Result<String> {
     let ok = !i.is_empty()
         && i.len() <= 512
         && !i.starts_with('-')
-        && i.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-/:@+".contains(&b));
+        && i.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-/:@+".contains(&b));
     if ok {
         Ok(i)
     } else {
@@ -267,8 +277,13 @@ pub fn check_profile(t: String) -> Result<String> {
     let ok = ["vcpu:", "vgpio:", "vdisk:"].iter().any(|p| {
         t.strip_prefix(p).is_some_and(|name| {
             name.len() <= 128
-                && name.as_bytes().first().is_some_and(|c| c.is_ascii_alphanumeric())
-                && name.bytes().all(|c| c.is_ascii_alphanumeric() || b"._-".contains(&c))
+                && name
+                    .as_bytes()
+                    .first()
+                    .is_some_and(|c| c.is_ascii_alphanumeric())
+                && name
+                    .bytes()
+                    .all(|c| c.is_ascii_alphanumeric() || b"._-".contains(&c))
         })
     });
     if ok {
@@ -335,7 +350,8 @@ fn check_apparmor(p: String) -> Result<String> {
     let ok = !p.is_empty()
         && p.len() <= 255
         && p.as_bytes()[0].is_ascii_alphanumeric()
-        && p.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+        && p.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
     if ok {
         Ok(p)
     } else {
@@ -365,7 +381,9 @@ fn env_file_body(env: Vec<EnvInput>) -> std::result::Result<String, String> {
             return Err(format!("env var {key:?} must not contain a newline or NUL"));
         }
         if value.trim_end() != value {
-            return Err(format!("env var {key:?} must not end in whitespace (kern would trim it)"));
+            return Err(format!(
+                "env var {key:?} must not end in whitespace (kern would trim it)"
+            ));
         }
         has_pythonpath |= key == "PYTHONPATH";
         body.push_str(&key);
@@ -393,7 +411,9 @@ pub fn validate_mount(source: &str, target: &str) -> Result<(PathBuf, String)> {
         )));
     }
     if target.split('/').any(|c| c == "..") {
-        return Err(Error::mount(format!("mount target must not contain '..': {target:?}")));
+        return Err(Error::mount(format!(
+            "mount target must not contain '..': {target:?}"
+        )));
     }
     if target.len() > 4096 || target.split('/').any(|c| c.len() > 255) {
         return Err(Error::mount(format!(
@@ -403,11 +423,17 @@ pub fn validate_mount(source: &str, target: &str) -> Result<(PathBuf, String)> {
     }
     // `:` and `,` would change how kern splits `-v SRC:DST[:ro]`; NUL and newlines never belong.
     if target.contains([':', ',', '\0', '\n']) {
-        return Err(Error::mount(format!("mount target has a forbidden character: {target:?}")));
+        return Err(Error::mount(format!(
+            "mount target has a forbidden character: {target:?}"
+        )));
     }
     let norm = format!(
         "/{}",
-        target.split('/').filter(|c| !c.is_empty() && *c != ".").collect::<Vec<_>>().join("/")
+        target
+            .split('/')
+            .filter(|c| !c.is_empty() && *c != ".")
+            .collect::<Vec<_>>()
+            .join("/")
     );
     if ESSENTIAL_TARGETS.contains(&norm.as_str()) {
         return Err(Error::mount(format!(
@@ -423,7 +449,9 @@ pub fn validate_mount(source: &str, target: &str) -> Result<(PathBuf, String)> {
         .map_err(|_| Error::mount(format!("mount source does not exist: {source:?}")))?;
     check_source_not_sensitive(&real)?;
     if real.as_os_str().as_encoded_bytes().contains(&b':') {
-        return Err(Error::mount(format!("mount source path contains ':': {real:?}")));
+        return Err(Error::mount(format!(
+            "mount source path contains ':': {real:?}"
+        )));
     }
     Ok((real, target.to_string()))
 }
@@ -449,7 +477,9 @@ pub fn check_source_not_sensitive(real: &Path) -> Result<()> {
 /// Symlinks are refused later at open time, so lexical `..` equals the physical one.
 pub fn normalize_rel(rel: &str) -> Result<Vec<String>> {
     if rel.contains('\0') {
-        return Err(Error::sandbox(format!("path must not contain a NUL byte: {rel:?}")));
+        return Err(Error::sandbox(format!(
+            "path must not contain a NUL byte: {rel:?}"
+        )));
     }
     let mut parts: Vec<String> = Vec::new();
     for c in Path::new(rel).components() {
@@ -457,7 +487,9 @@ pub fn normalize_rel(rel: &str) -> Result<Vec<String>> {
             Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
             Component::ParentDir => {
                 if parts.pop().is_none() {
-                    return Err(Error::sandbox(format!("path escapes the workspace: {rel:?}")));
+                    return Err(Error::sandbox(format!(
+                        "path escapes the workspace: {rel:?}"
+                    )));
                 }
             }
             Component::Normal(n) => parts.push(n.to_string_lossy().into_owned()),
@@ -474,7 +506,9 @@ mod tests {
     fn profiles_are_anchored() {
         assert!(check_profile("vcpu:heavy".into()).is_ok());
         assert!(check_profile("vdisk:scratch-1.x".into()).is_ok());
-        for bad in ["--net", "vgpu:x", "vcpu:", "vcpu:-x", "vcpu:a b", "vcpu:a=b", "vcpu:a/b", " vcpu:a"] {
+        for bad in [
+            "--net", "vgpu:x", "vcpu:", "vcpu:-x", "vcpu:a b", "vcpu:a=b", "vcpu:a/b", " vcpu:a",
+        ] {
             assert!(check_profile(bad.into()).is_err(), "{bad}");
         }
     }
@@ -482,7 +516,15 @@ mod tests {
     #[test]
     fn domains_are_bare_fqdns() {
         assert!(check_domain("pkgs.example.org".into()).is_ok());
-        for bad in ["localhost", "a.b,c.d", "http://x.org", "x.org:80", "*.x.org", "-a.org", "a.1"] {
+        for bad in [
+            "localhost",
+            "a.b,c.d",
+            "http://x.org",
+            "x.org:80",
+            "*.x.org",
+            "-a.org",
+            "a.1",
+        ] {
             assert!(check_domain(bad.into()).is_err(), "{bad}");
         }
     }
@@ -493,28 +535,77 @@ mod tests {
         let src = tmp.to_str().unwrap();
         assert!(validate_mount(src, "/data").is_ok());
         for bad in ["data", "/a/../b", "/", "/proc/", "//sys", "/./dev", "/a:b"] {
-            assert!(matches!(validate_mount(src, bad), Err(Error::MountRefused(_))), "{bad}");
+            assert!(
+                matches!(validate_mount(src, bad), Err(Error::MountRefused(_))),
+                "{bad}"
+            );
         }
-        assert!(matches!(validate_mount("/etc", "/x"), Err(Error::MountRefused(_))));
-        assert!(matches!(validate_mount("/", "/x"), Err(Error::MountRefused(_))));
-        assert!(matches!(validate_mount("/var/run", "/x"), Err(Error::MountRefused(_))));
-        assert!(matches!(validate_mount("rel/path", "/x"), Err(Error::MountRefused(_))));
-        assert!(matches!(validate_mount("/no/such/dir/x", "/x"), Err(Error::MountRefused(_))));
+        assert!(matches!(
+            validate_mount("/etc", "/x"),
+            Err(Error::MountRefused(_))
+        ));
+        assert!(matches!(
+            validate_mount("/", "/x"),
+            Err(Error::MountRefused(_))
+        ));
+        assert!(matches!(
+            validate_mount("/var/run", "/x"),
+            Err(Error::MountRefused(_))
+        ));
+        assert!(matches!(
+            validate_mount("rel/path", "/x"),
+            Err(Error::MountRefused(_))
+        ));
+        assert!(matches!(
+            validate_mount("/no/such/dir/x", "/x"),
+            Err(Error::MountRefused(_))
+        ));
     }
 
     #[test]
     fn env_file_adds_pythonpath_unless_set() {
-        let body = env_file_body(vec![EnvInput { key: "A".into(), value: "1".into() }]).unwrap();
+        let body = env_file_body(vec![EnvInput {
+            key: "A".into(),
+            value: "1".into(),
+        }])
+        .unwrap();
         assert_eq!(body, "A=1\nPYTHONPATH=/workspace/.deps\n");
-        let body =
-            env_file_body(vec![EnvInput { key: "PYTHONPATH".into(), value: "/x".into() }]).unwrap();
+        let body = env_file_body(vec![EnvInput {
+            key: "PYTHONPATH".into(),
+            value: "/x".into(),
+        }])
+        .unwrap();
         assert_eq!(body, "PYTHONPATH=/x\n");
-        assert!(env_file_body(vec![EnvInput { key: "A".into(), value: "x\ny".into() }]).is_err());
-        assert!(env_file_body(vec![EnvInput { key: "A=B".into(), value: "x".into() }]).is_err());
-        assert!(env_file_body(vec![EnvInput { key: "#A".into(), value: "x".into() }]).is_err());
-        assert!(env_file_body(vec![EnvInput { key: " A".into(), value: "x".into() }]).is_err());
-        assert!(env_file_body(vec![EnvInput { key: "A".into(), value: "x ".into() }]).is_err());
-        assert!(env_file_body(vec![EnvInput { key: "A".into(), value: " x".into() }]).is_ok());
+        assert!(env_file_body(vec![EnvInput {
+            key: "A".into(),
+            value: "x\ny".into()
+        }])
+        .is_err());
+        assert!(env_file_body(vec![EnvInput {
+            key: "A=B".into(),
+            value: "x".into()
+        }])
+        .is_err());
+        assert!(env_file_body(vec![EnvInput {
+            key: "#A".into(),
+            value: "x".into()
+        }])
+        .is_err());
+        assert!(env_file_body(vec![EnvInput {
+            key: " A".into(),
+            value: "x".into()
+        }])
+        .is_err());
+        assert!(env_file_body(vec![EnvInput {
+            key: "A".into(),
+            value: "x ".into()
+        }])
+        .is_err());
+        assert!(env_file_body(vec![EnvInput {
+            key: "A".into(),
+            value: " x".into()
+        }])
+        .is_ok());
     }
 
     #[test]

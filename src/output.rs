@@ -83,7 +83,10 @@ fn keep(out: &mut Vec<u8>, chunk: &[u8], cap: usize) -> bool {
     if chunk.len() <= room {
         if out.capacity() - out.len() < chunk.len() {
             // Grow geometrically but never past the cap, so a capped stream holds at most `cap`.
-            let want = (out.capacity() * 2).max(out.len() + chunk.len()).max(READ_SIZE).min(cap);
+            let want = (out.capacity() * 2)
+                .max(out.len() + chunk.len())
+                .max(READ_SIZE)
+                .min(cap);
             out.reserve_exact(want - out.len());
         }
         out.extend_from_slice(chunk);
@@ -133,7 +136,11 @@ impl Sink {
         let len = data.len();
         self.in_flight.fetch_add(len, Ordering::AcqRel);
         self.chunks.fetch_add(1, Ordering::AcqRel);
-        let (bytes, chunks, freed) = (self.in_flight.clone(), self.chunks.clone(), self.freed.clone());
+        let (bytes, chunks, freed) = (
+            self.in_flight.clone(),
+            self.chunks.clone(),
+            self.freed.clone(),
+        );
         let status = self.f.call_with_return_value(
             Buffer::from(data),
             ThreadsafeFunctionCallMode::NonBlocking,
@@ -270,9 +277,15 @@ fn create_external_latin1() -> Option<CreateExternalLatin1> {
     static FOUND: OnceLock<Option<CreateExternalLatin1>> = OnceLock::new();
     *FOUND.get_or_init(|| {
         // SAFETY: dlsym only reads the process's symbol tables.
-        let sym = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"node_api_create_external_string_latin1".as_ptr()) };
+        let sym = unsafe {
+            libc::dlsym(
+                libc::RTLD_DEFAULT,
+                c"node_api_create_external_string_latin1".as_ptr(),
+            )
+        };
         // SAFETY: Node exports the function with this signature (js_native_api.h).
-        (!sym.is_null()).then(|| unsafe { std::mem::transmute::<*mut c_void, CreateExternalLatin1>(sym) })
+        (!sym.is_null())
+            .then(|| unsafe { std::mem::transmute::<*mut c_void, CreateExternalLatin1>(sym) })
     })
 }
 
@@ -313,7 +326,15 @@ unsafe fn external(
     let mut copied = false;
     // On napi_ok the finalizer owns the buffer, also when Node copied it (then it already ran).
     let status = unsafe {
-        create(env, data.cast(), len as isize, Some(free_capture), cap as *mut c_void, &mut out, &mut copied)
+        create(
+            env,
+            data.cast(),
+            len as isize,
+            Some(free_capture),
+            cap as *mut c_void,
+            &mut out,
+            &mut copied,
+        )
     };
     if status == sys::Status::napi_ok {
         Ok(out)
@@ -327,9 +348,17 @@ impl ToNapiValue for Text {
         let mut bytes = val.0;
         let mut out = std::ptr::null_mut();
         if !bytes.is_ascii() {
-            let text = String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+            let text = String::from_utf8(bytes)
+                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
             check_status!(
-                unsafe { sys::napi_create_string_utf8(env, text.as_ptr().cast(), text.len() as isize, &mut out) },
+                unsafe {
+                    sys::napi_create_string_utf8(
+                        env,
+                        text.as_ptr().cast(),
+                        text.len() as isize,
+                        &mut out,
+                    )
+                },
                 "Failed to create a {} byte string",
                 text.len()
             )?;
@@ -346,7 +375,14 @@ impl ToNapiValue for Text {
         }
         // ASCII is Latin-1: V8 copies it without decoding.
         check_status!(
-            unsafe { sys::napi_create_string_latin1(env, bytes.as_ptr().cast(), bytes.len() as isize, &mut out) },
+            unsafe {
+                sys::napi_create_string_latin1(
+                    env,
+                    bytes.as_ptr().cast(),
+                    bytes.len() as isize,
+                    &mut out,
+                )
+            },
             "Failed to create a {} byte string",
             bytes.len()
         )?;

@@ -68,9 +68,13 @@ fn random_hex(bytes: usize) -> String {
         // getrandom cannot fail on supported kernels; mix time and a counter if it ever does.
         use std::sync::atomic::{AtomicU64, Ordering};
         static N: AtomicU64 = AtomicU64::new(0);
-        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
         let x = t.as_nanos() as u64 ^ N.fetch_add(0x9e37_79b9, Ordering::Relaxed);
-        b.iter_mut().enumerate().for_each(|(i, v)| *v = (x >> ((i % 8) * 8)) as u8);
+        b.iter_mut()
+            .enumerate()
+            .for_each(|(i, v)| *v = (x >> ((i % 8) * 8)) as u8);
     }
     b.iter().map(|v| format!("{v:02x}")).collect()
 }
@@ -91,15 +95,26 @@ impl Session {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
-            .ok_or_else(|| Error::sandbox("open the Sandbox first: `await sandbox.open()` (or use withSandbox())."))
+            .ok_or_else(|| {
+                Error::sandbox(
+                    "open the Sandbox first: `await sandbox.open()` (or use withSandbox()).",
+                )
+            })
     }
 
     pub fn is_open(&self) -> bool {
-        self.state.lock().unwrap_or_else(|p| p.into_inner()).is_some()
+        self.state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
     }
 
     pub fn workspace_path(&self) -> Option<PathBuf> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(|o| o.ws.path().to_path_buf())
+        self.state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|o| o.ws.path().to_path_buf())
     }
 
     pub async fn open(self: &Arc<Self>, sinks: CallOptions) -> Result<()> {
@@ -123,7 +138,12 @@ impl Session {
     fn prepare(&self) -> Result<Opened> {
         let tmp = std::env::temp_dir();
         cleanup::reclaim_stale(&tmp);
-        let private = tmp.join(format!("{}{}-{}", cleanup::SESSION_PREFIX, std::process::id(), random_hex(6)));
+        let private = tmp.join(format!(
+            "{}{}-{}",
+            cleanup::SESSION_PREFIX,
+            std::process::id(),
+            random_hex(6)
+        ));
         std::fs::DirBuilder::new()
             .mode(0o700)
             .create(&private)
@@ -148,9 +168,13 @@ impl Session {
             Err(_) => Ok(w),
         });
         match ws {
-            Ok((ws, owns_workspace)) => {
-                Ok(Opened { ws, private, owns_workspace, env_file, files: Mutex::new(None) })
-            }
+            Ok((ws, owns_workspace)) => Ok(Opened {
+                ws,
+                private,
+                owns_workspace,
+                env_file,
+                files: Mutex::new(None),
+            }),
             Err(e) => {
                 remove_private(&private);
                 Err(e)
@@ -167,7 +191,13 @@ impl Session {
     async fn shut(&self) {
         crate::output::release_freed_memory();
         let opened = self.state.lock().unwrap_or_else(|p| p.into_inner()).take();
-        let calls: Vec<Arc<Cancel>> = self.calls.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect();
+        let calls: Vec<Arc<Cancel>> = self
+            .calls
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect();
         for c in calls {
             c.fire(StopReason::Closed);
         }
@@ -193,21 +223,35 @@ impl Session {
             timeout_s: Some(self.cfg.timeout_s.max(SETUP_MIN_TIMEOUT_S)),
             ..sinks
         };
-        let out = self.exec(vec!["sh".into(), "-c".into(), script], opts, true).await?;
+        let out = self
+            .exec(vec!["sh".into(), "-c".into(), script], opts, true)
+            .await?;
         if out.exit_code == 0 && out.fault.is_none() {
             return Ok(());
         }
         let stderr = fault::without_kern_notices(&out.stderr);
-        let text = if stderr.trim().is_empty() { String::from_utf8_lossy(&out.stdout).into_owned() } else { stderr };
+        let text = if stderr.trim().is_empty() {
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        } else {
+            stderr
+        };
         let text: String = text.trim().chars().take(400).collect();
-        Err(Error::sandbox(format!("setup failed (exit {}): {text}", out.exit_code)))
+        Err(Error::sandbox(format!(
+            "setup failed (exit {}): {text}",
+            out.exit_code
+        )))
     }
 
     pub async fn run(self: &Arc<Self>, command: Vec<String>, opts: CallOptions) -> Result<Outcome> {
         self.exec(command, opts, false).await
     }
 
-    pub async fn run_code(self: &Arc<Self>, code: String, language: &str, opts: CallOptions) -> Result<Outcome> {
+    pub async fn run_code(
+        self: &Arc<Self>,
+        code: String,
+        language: &str,
+        opts: CallOptions,
+    ) -> Result<Outcome> {
         let (runner, flag, ext) = match language {
             "python" => ("python3", "-c", "py"),
             "bash" => ("sh", "-c", "sh"),
@@ -219,16 +263,26 @@ impl Session {
             }
         };
         if code.contains('\0') {
-            return Err(Error::sandbox("command/code must be strings with no NUL byte"));
+            return Err(Error::sandbox(
+                "command/code must be strings with no NUL byte",
+            ));
         }
         if code.len() <= INLINE_CODE_MAX {
-            return self.exec(vec![runner.into(), flag.into(), code], opts, false).await;
+            return self
+                .exec(vec![runner.into(), flag.into(), code], opts, false)
+                .await;
         }
         let opened = self.opened()?;
         let cell = format!(".cell-{}.{ext}", random_hex(4));
         let (o, c) = (opened.clone(), cell.clone());
         blocking(move || o.ws.write_file(&c, code.as_bytes())).await?;
-        let result = self.exec(vec![runner.into(), format!("{WORKSPACE}/{cell}")], opts, false).await;
+        let result = self
+            .exec(
+                vec![runner.into(), format!("{WORKSPACE}/{cell}")],
+                opts,
+                false,
+            )
+            .await;
         let (o, c) = (opened, cell);
         let _ = blocking(move || {
             o.ws.remove_file(&c);
@@ -238,12 +292,19 @@ impl Session {
         result
     }
 
-    async fn exec(self: &Arc<Self>, command: Vec<String>, opts: CallOptions, setup: bool) -> Result<Outcome> {
+    async fn exec(
+        self: &Arc<Self>,
+        command: Vec<String>,
+        opts: CallOptions,
+        setup: bool,
+    ) -> Result<Outcome> {
         if command.is_empty() {
             return Err(Error::sandbox("run() needs a non-empty command array"));
         }
         if command.iter().any(|p| p.contains('\0')) {
-            return Err(Error::sandbox("command/code must be strings with no NUL byte"));
+            return Err(Error::sandbox(
+                "command/code must be strings with no NUL byte",
+            ));
         }
         if let Err(e) = &self.cfg.env_file {
             return Err(Error::Sandbox(e.clone()));
@@ -255,19 +316,32 @@ impl Session {
             return Err(Error::Aborted);
         }
         let call_id = self.register_call(&cancel);
-        let _unregister = CallGuard { session: self, id: call_id };
+        let _unregister = CallGuard {
+            session: self,
+            id: call_id,
+        };
 
         let name = format!("jssbx-{}", random_hex(6));
         let track = self.cfg.track_files;
         let deps_wanted = self.cfg.deps_readonly && !setup;
         crate::output::release_freed_memory();
-        let deps_readonly =
-            deps_wanted && opened.ws.path().join(DEPS_DIR).symlink_metadata().is_ok_and(|m| m.is_dir());
+        let deps_readonly = deps_wanted
+            && opened
+                .ws
+                .path()
+                .join(DEPS_DIR)
+                .symlink_metadata()
+                .is_ok_and(|m| m.is_dir());
         if track {
-            opened.track(move |live, ws| live.begin(ws, call_id)).await?;
+            opened
+                .track(move |live, ws| live.begin(ws, call_id))
+                .await?;
         }
         // A call that fails or panics before finishing must not keep collecting changes.
-        let _forget = track.then(|| Forget { opened: opened.clone(), call: call_id });
+        let _forget = track.then(|| Forget {
+            opened: opened.clone(),
+            call: call_id,
+        });
 
         let args = argv::box_argv(
             &self.cfg,
@@ -304,7 +378,9 @@ impl Session {
         match run.stopped {
             Some(StopReason::Aborted) => return Err(Error::Aborted),
             Some(StopReason::Closed) => {
-                return Err(Error::sandbox("the sandbox was closed while the call was running"))
+                return Err(Error::sandbox(
+                    "the sandbox was closed while the call was running",
+                ))
             }
             None => {}
         }
@@ -331,7 +407,10 @@ impl Session {
         use std::sync::atomic::{AtomicU64, Ordering};
         static NEXT: AtomicU64 = AtomicU64::new(1);
         let id = NEXT.fetch_add(1, Ordering::Relaxed);
-        self.calls.lock().unwrap_or_else(|p| p.into_inner()).insert(id, cancel.clone());
+        self.calls
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id, cancel.clone());
         id
     }
 
@@ -375,7 +454,12 @@ impl Opened {
         self: &Arc<Self>,
         f: impl FnOnce(&mut LiveIndex, &Workspace) -> T + Send + 'static,
     ) -> Result<T> {
-        let cheap = self.files.lock().unwrap_or_else(|p| p.into_inner()).as_ref().is_some_and(LiveIndex::is_cheap);
+        let cheap = self
+            .files
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .is_some_and(LiveIndex::is_cheap);
         if cheap {
             return Ok(self.live_index(f));
         }
@@ -391,7 +475,13 @@ struct Forget {
 
 impl Drop for Forget {
     fn drop(&mut self) {
-        if let Some(live) = self.opened.files.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+        if let Some(live) = self
+            .opened
+            .files
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_mut()
+        {
             live.abandon(self.call);
         }
     }
@@ -404,7 +494,11 @@ struct CallGuard<'a> {
 
 impl Drop for CallGuard<'_> {
     fn drop(&mut self) {
-        self.session.calls.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.id);
+        self.session
+            .calls
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.id);
     }
 }
 
@@ -412,13 +506,19 @@ impl Drop for CallGuard<'_> {
 fn user_workspace(w: &Path) -> Result<PathBuf> {
     let shown = w.display().to_string();
     if !w.is_absolute() {
-        return Err(Error::mount(format!("workspace must be an absolute host path, got {shown:?}")));
+        return Err(Error::mount(format!(
+            "workspace must be an absolute host path, got {shown:?}"
+        )));
     }
-    std::fs::create_dir_all(w).map_err(|e| Error::io(format!("cannot create the workspace {shown:?}"), e))?;
-    let real = std::fs::canonicalize(w).map_err(|_| Error::mount(format!("workspace does not exist: {shown:?}")))?;
+    std::fs::create_dir_all(w)
+        .map_err(|e| Error::io(format!("cannot create the workspace {shown:?}"), e))?;
+    let real = std::fs::canonicalize(w)
+        .map_err(|_| Error::mount(format!("workspace does not exist: {shown:?}")))?;
     options::check_source_not_sensitive(&real)?;
     if real.as_os_str().as_encoded_bytes().contains(&b':') {
-        return Err(Error::mount(format!("workspace path contains ':': {shown:?}")));
+        return Err(Error::mount(format!(
+            "workspace path contains ':': {shown:?}"
+        )));
     }
     Ok(real)
 }
@@ -433,7 +533,8 @@ fn write_private(p: &Path, body: &[u8]) -> Result<()> {
         .custom_flags(libc::O_NOFOLLOW)
         .open(p)
         .map_err(|e| Error::io(format!("cannot write the env file {}", p.display()), e))?;
-    f.write_all(body).map_err(|e| Error::io("cannot write the env file", e))
+    f.write_all(body)
+        .map_err(|e| Error::io("cannot write the env file", e))
 }
 
 fn remove_private(dir: &Path) {
@@ -443,8 +544,12 @@ fn remove_private(dir: &Path) {
 
 /// Runs short blocking filesystem work of a call in place on its worker thread (the other tasks
 /// move elsewhere), sparing the two thread hand-offs of the blocking pool on every call.
-async fn inline_blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
-    if tokio::runtime::Handle::current().runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread {
+async fn inline_blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    if tokio::runtime::Handle::current().runtime_flavor()
+        == tokio::runtime::RuntimeFlavor::MultiThread
+    {
         tokio::task::block_in_place(|| crate::errors::guard(f))
     } else {
         blocking(f).await
@@ -452,7 +557,9 @@ async fn inline_blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send
 }
 
 /// Runs blocking filesystem work on tokio's blocking pool; a panic there becomes a SandboxError.
-pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+pub async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
     match tokio::task::spawn_blocking(move || crate::errors::guard(f)).await {
         Ok(r) => r,
         Err(e) => Err(Error::sandbox(format!("internal error: {e}"))),

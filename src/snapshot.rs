@@ -40,25 +40,36 @@ pub fn snapshot(ws: &Workspace, dest: &Path, limit: u64) -> Result<()> {
 }
 
 fn temp_beside(dest: &Path) -> PathBuf {
-    let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = dest
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     dest.with_file_name(format!(".{name}.{}.partial", std::process::id()))
 }
 
 fn write_archive(ws: &Workspace, out: &File, out_path: &Path, limit: u64) -> Result<()> {
     let own = out.metadata().map(|m| (m.dev(), m.ino())).ok();
     let mut total: u64 = 0;
-    let gz = ChunkedGz::new(BufWriter::with_capacity(IO_BUF, out)).map_err(|e| Error::io("snapshot", e))?;
+    let gz = ChunkedGz::new(BufWriter::with_capacity(IO_BUF, out))
+        .map_err(|e| Error::io("snapshot", e))?;
     let mut tar = tar::Builder::new(gz);
-    let fail = |e: io::Error| Error::io(format!("snapshot: cannot write {}", out_path.display()), e);
+    let fail =
+        |e: io::Error| Error::io(format!("snapshot: cannot write {}", out_path.display()), e);
     ws.walk(&[], false, true, &mut |entry| match entry {
         Entry::Dir { rel, .. } => {
             let mut h = tar::Header::new_gnu();
             h.set_entry_type(tar::EntryType::Directory);
             h.set_mode(0o755);
             h.set_size(0);
-            tar.append_data(&mut h, format!("{rel}/"), io::empty()).map_err(fail)
+            tar.append_data(&mut h, format!("{rel}/"), io::empty())
+                .map_err(fail)
         }
-        Entry::File { rel, dir, name, stat } => {
+        Entry::File {
+            rel,
+            dir,
+            name,
+            stat,
+        } => {
             if own == Some((stat.st_dev, stat.st_ino)) {
                 return Ok(()); // the archive being written, when dest is inside the workspace
             }
@@ -76,10 +87,22 @@ fn write_archive(ws: &Workspace, out: &File, out_path: &Path, limit: u64) -> Res
             }
             let mut h = tar::Header::new_gnu();
             h.set_entry_type(tar::EntryType::Regular);
-            h.set_mode(if stat.st_mode & 0o111 != 0 { 0o755 } else { 0o644 });
+            h.set_mode(if stat.st_mode & 0o111 != 0 {
+                0o755
+            } else {
+                0o644
+            });
             h.set_mtime(stat.st_mtime.max(0) as u64);
             h.set_size(size);
-            tar.append_data(&mut h, rel, Exact { inner: file.take(size), left: size }).map_err(fail)
+            tar.append_data(
+                &mut h,
+                rel,
+                Exact {
+                    inner: file.take(size),
+                    left: size,
+                },
+            )
+            .map_err(fail)
         }
     })?;
     let gz = tar.into_inner().map_err(fail)?;
@@ -108,7 +131,13 @@ impl<W: Write> ChunkedGz<W> {
         // Header: no name, no mtime, "fastest" flag, unknown OS.
         out.write_all(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 4, 0xff])?;
         let parallel = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
-        Ok(ChunkedGz { out, ready: Vec::new(), filling: Vec::with_capacity(CHUNK), crc: Crc::new(), parallel })
+        Ok(ChunkedGz {
+            out,
+            ready: Vec::new(),
+            filling: Vec::with_capacity(CHUNK),
+            crc: Crc::new(),
+            parallel,
+        })
     }
 
     /// Compresses and writes the ready chunks, in order; `last` closes the deflate stream.
@@ -120,7 +149,9 @@ impl<W: Write> ChunkedGz<W> {
                 let (head, tail) = chunks.split_at(n / 2);
                 let other = s.spawn(|| deflate_chunks(head, false));
                 let mine = deflate_chunks(tail, last);
-                let mut all = other.join().unwrap_or_else(|_| vec![Err(io::Error::other("compression thread panicked"))]);
+                let mut all = other
+                    .join()
+                    .unwrap_or_else(|_| vec![Err(io::Error::other("compression thread panicked"))]);
                 all.extend(mine);
                 all
             })
@@ -165,23 +196,37 @@ impl<W: Write> Write for ChunkedGz<W> {
 
 fn deflate_chunks(chunks: &[Vec<u8>], last: bool) -> Vec<io::Result<Vec<u8>>> {
     let k = chunks.len();
-    chunks.iter().enumerate().map(|(i, c)| deflate(c, last && i + 1 == k)).collect()
+    chunks
+        .iter()
+        .enumerate()
+        .map(|(i, c)| deflate(c, last && i + 1 == k))
+        .collect()
 }
 
 /// Raw deflate of one chunk: stored if a sample shows it does not compress, else level 1.
 fn deflate(chunk: &[u8], last: bool) -> io::Result<Vec<u8>> {
     let sample = &chunk[..chunk.len().min(32 << 10)];
-    let level = if !sample.is_empty() && raw_deflate(sample, 1, false)?.len() * 100 > sample.len() * 97 { 0 } else { 1 };
+    let level =
+        if !sample.is_empty() && raw_deflate(sample, 1, false)?.len() * 100 > sample.len() * 97 {
+            0
+        } else {
+            1
+        };
     raw_deflate(chunk, level, last)
 }
 
 fn raw_deflate(input: &[u8], level: u32, last: bool) -> io::Result<Vec<u8>> {
     let mut c = Compress::new(Compression::new(level), false);
     let mut out = Vec::with_capacity(input.len() + input.len() / 64 + 1024);
-    let flush = if last { FlushCompress::Finish } else { FlushCompress::Sync };
+    let flush = if last {
+        FlushCompress::Finish
+    } else {
+        FlushCompress::Sync
+    };
     loop {
         let consumed = c.total_in() as usize;
-        c.compress_vec(&input[consumed..], &mut out, flush).map_err(io::Error::other)?;
+        c.compress_vec(&input[consumed..], &mut out, flush)
+            .map_err(io::Error::other)?;
         // Done once all input is in and the last call left spare room (nothing more to emit).
         if c.total_in() as usize == input.len() && out.len() < out.capacity() {
             return Ok(out);
@@ -235,7 +280,11 @@ impl<R: Read> Read for Ceiling<R> {
 struct CeilingHit(u64);
 impl std::fmt::Display for CeilingHit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "the snapshot decompresses to more than {} bytes (the restore ceiling)", self.0)
+        write!(
+            f,
+            "the snapshot decompresses to more than {} bytes (the restore ceiling)",
+            self.0
+        )
     }
 }
 impl std::error::Error for CeilingHit {}
@@ -250,9 +299,15 @@ fn malformed(e: io::Error) -> Error {
 /// Opens `src` for reading only if it is a regular file, without blocking on a FIFO.
 fn open_regular(src: &Path) -> io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
-    let f = File::options().read(true).custom_flags(libc::O_NONBLOCK).open(src)?;
+    let f = File::options()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(src)?;
     if !f.metadata()?.is_file() {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
     }
     rustix::fs::fcntl_setfl(&f, rustix::fs::OFlags::RDONLY)?;
     Ok(f)
@@ -304,12 +359,21 @@ pub fn restore(ws: &Workspace, src: &Path, limit: u64) -> Result<()> {
             writers.push(writer);
         }
         let open = (0..LANES).map(|_| Batch::default()).collect();
-        let mut feed = Feed { open, lane: 0, made: LANES, sends, back };
+        let mut feed = Feed {
+            open,
+            lane: 0,
+            made: LANES,
+            sends,
+            back,
+        };
         let read = read_members(file, limit, &mut feed);
         feed.finish(); // what was read before a refusal is still written
         let mut first: Option<(u64, Error)> = None;
         for writer in writers {
-            if let Err((at, e)) = writer.join().unwrap_or_else(|p| std::panic::resume_unwind(p)) {
+            if let Err((at, e)) = writer
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p))
+            {
                 if first.as_ref().is_none_or(|(f, _)| at < *f) {
                     first = Some((at, e));
                 }
@@ -338,8 +402,16 @@ fn lane_of(dir: &[String]) -> usize {
 
 /// One step for a writer, in archive order; `member` numbers members across lanes.
 enum Op {
-    Dir { member: u64, parts: Vec<String> },
-    File { member: u64, parent: Vec<String>, leaf: String, mode: u32 },
+    Dir {
+        member: u64,
+        parts: Vec<String>,
+    },
+    File {
+        member: u64,
+        parent: Vec<String>,
+        leaf: String,
+        mode: u32,
+    },
     /// The next `n` bytes of the batch's data continue the last file (possibly from a batch before).
     Data(usize),
 }
@@ -410,7 +482,10 @@ impl Feed {
     }
 
     fn hand_over(&mut self, lane: usize) -> bool {
-        if self.sends[lane].send(std::mem::take(&mut self.open[lane])).is_err() {
+        if self.sends[lane]
+            .send(std::mem::take(&mut self.open[lane]))
+            .is_err()
+        {
             return false;
         }
         // Reuse a written batch (its buffer is already paged in) before making one.
@@ -454,14 +529,20 @@ impl Drop for GiveBack {
 /// error is the one to report.
 fn read_members(file: File, limit: u64, feed: &mut Feed) -> Result<()> {
     let gz = GzDecoder::new(BufReader::with_capacity(BATCH, file));
-    let mut archive = tar::Archive::new(Ceiling { inner: gz, left: limit, limit });
+    let mut archive = tar::Archive::new(Ceiling {
+        inner: gz,
+        left: limit,
+        limit,
+    });
     for (member, entry) in (0u64..).zip(archive.entries().map_err(malformed)?) {
         let mut entry = entry.map_err(malformed)?;
         let kind = entry.header().entry_type();
         if kind.is_pax_global_extensions() {
             continue;
         }
-        let Some(mut parts) = vet_path(&entry.path_bytes())? else { continue };
+        let Some(mut parts) = vet_path(&entry.path_bytes())? else {
+            continue;
+        };
         if kind.is_dir() {
             if !feed.push(lane_of(&parts), Op::Dir { member, parts }) {
                 return Ok(());
@@ -475,12 +556,25 @@ fn read_members(file: File, limit: u64, feed: &mut Feed) -> Result<()> {
             )));
         }
         let leaf = parts.pop().unwrap_or_default();
-        let mode = entry.header().mode().map_or(0o644, |m| if m & 0o111 != 0 { 0o755 } else { 0o644 });
-        if !feed.push(lane_of(&parts), Op::File { member, parent: parts, leaf, mode }) {
+        let mode = entry
+            .header()
+            .mode()
+            .map_or(0o644, |m| if m & 0o111 != 0 { 0o755 } else { 0o644 });
+        if !feed.push(
+            lane_of(&parts),
+            Op::File {
+                member,
+                parent: parts,
+                leaf,
+                mode,
+            },
+        ) {
             return Ok(());
         }
         loop {
-            let Some(room) = feed.room() else { return Ok(()) };
+            let Some(room) = feed.room() else {
+                return Ok(());
+            };
             match entry.read(room) {
                 Ok(0) => break,
                 Ok(n) => feed.filled(n),
@@ -501,7 +595,11 @@ fn write_members(
     failed: &AtomicU64,
 ) -> std::result::Result<(), (u64, Error)> {
     let shown = |parent: &[String], leaf: &str| {
-        if parent.is_empty() { leaf.to_string() } else { format!("{}/{leaf}", parent.join("/")) }
+        if parent.is_empty() {
+            leaf.to_string()
+        } else {
+            format!("{}/{leaf}", parent.join("/"))
+        }
     };
     let fail = |member: u64, e: Error| {
         failed.fetch_min(member, Ordering::Relaxed);
@@ -520,25 +618,37 @@ fn write_members(
                     }
                     out = None;
                     ws.open_dir(&parts, true).map_err(|e| {
-                        let what = format!("restore: cannot create directory {:?}", parts.join("/"));
+                        let what =
+                            format!("restore: cannot create directory {:?}", parts.join("/"));
                         fail(member, Error::io(what, e))
                     })?;
                 }
-                Op::File { member, parent: dir, leaf, mode } => {
+                Op::File {
+                    member,
+                    parent: dir,
+                    leaf,
+                    mode,
+                } => {
                     if member > failed.load(Ordering::Relaxed) {
                         return Ok(());
                     }
                     drop(out.take()); // closed before the next is created, as a serial restore would
                     if parent.as_ref().is_none_or(|(p, _)| *p != dir) {
                         let fd = ws.open_dir(&dir, true).map_err(|e| {
-                            let what = format!("restore: cannot create the parent of {:?}", shown(&dir, &leaf));
+                            let what = format!(
+                                "restore: cannot create the parent of {:?}",
+                                shown(&dir, &leaf)
+                            );
                             fail(member, Error::io(what, e))
                         })?;
                         parent = Some((dir, fd));
                     }
                     let (dir, fd) = parent.as_ref().expect("parent set above");
                     let f = Workspace::create_in(fd.as_fd(), &leaf, mode).map_err(|e| {
-                        fail(member, Error::io(format!("restore: cannot write {:?}", shown(dir, &leaf)), e))
+                        fail(
+                            member,
+                            Error::io(format!("restore: cannot write {:?}", shown(dir, &leaf)), e),
+                        )
                     })?;
                     out = Some((f, leaf, member));
                 }
@@ -546,7 +656,10 @@ fn write_members(
                     let (f, leaf, member) = out.as_mut().expect("data follows its file");
                     f.write_all(&batch.data[at..at + n]).map_err(|e| {
                         let dir = parent.as_ref().map_or(&[][..], |(p, _)| p.as_slice());
-                        fail(*member, Error::io(format!("restore: cannot write {:?}", shown(dir, leaf)), e))
+                        fail(
+                            *member,
+                            Error::io(format!("restore: cannot write {:?}", shown(dir, leaf)), e),
+                        )
                     })?;
                     at += n;
                 }
@@ -618,7 +731,11 @@ mod tests {
 
     #[test]
     fn restore_keeps_archive_order_across_batches_and_lanes() {
-        let body = |i: usize, len: usize| (0..len).map(|j| (i * 31 + j * 7) as u8).collect::<Vec<u8>>();
+        let body = |i: usize, len: usize| {
+            (0..len)
+                .map(|j| (i * 31 + j * 7) as u8)
+                .collect::<Vec<u8>>()
+        };
         let sizes = [0, 1, BATCH - 1, BATCH, BATCH + 1, 3 * BATCH + 7];
         let mut want = Vec::new();
         let data = gz_tar(|b| {
@@ -636,7 +753,8 @@ mod tests {
             h.set_mode(0o644);
             b.append_data(&mut h, "d5/f5", &b"new"[..]).unwrap();
         });
-        let lanes: std::collections::HashSet<_> = (0..7).map(|i| lane_of(&[format!("d{i}")])).collect();
+        let lanes: std::collections::HashSet<_> =
+            (0..7).map(|i| lane_of(&[format!("d{i}")])).collect();
         assert_eq!(lanes.len(), LANES, "the directories cover every lane");
         want.retain(|(n, _)| n != "d5/f5");
         want.push(("d5/f5".into(), b"new".to_vec()));
@@ -645,7 +763,10 @@ mod tests {
         std::fs::write(f.path(), &data).unwrap();
         restore(&w, f.path(), DEFAULT_LIMIT).unwrap();
         for (name, body) in want {
-            assert!(std::fs::read(d.path().join(&name)).unwrap() == body, "{name}");
+            assert!(
+                std::fs::read(d.path().join(&name)).unwrap() == body,
+                "{name}"
+            );
         }
     }
 
@@ -673,13 +794,20 @@ mod tests {
     #[test]
     fn snapshot_stops_at_its_ceiling() {
         let (d, w) = ws();
-        std::fs::File::create(d.path().join("sparse")).unwrap().set_len(1 << 40).unwrap();
+        std::fs::File::create(d.path().join("sparse"))
+            .unwrap()
+            .set_len(1 << 40)
+            .unwrap();
         let out = tempfile::tempdir().unwrap();
         let snap = out.path().join("s.tar.gz");
         let err = snapshot(&w, &snap, DEFAULT_LIMIT).unwrap_err();
         assert!(err.to_string().contains("more than"), "{err}");
         assert!(!snap.exists());
-        assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0, "temp file removed");
+        assert_eq!(
+            std::fs::read_dir(out.path()).unwrap().count(),
+            0,
+            "temp file removed"
+        );
     }
 
     #[test]
@@ -716,7 +844,8 @@ mod tests {
             let mut h = tar::Header::new_gnu();
             h.set_size(8 << 20);
             h.set_mode(0o644);
-            b.append_data(&mut h, "big", io::repeat(0).take(8 << 20)).unwrap();
+            b.append_data(&mut h, "big", io::repeat(0).take(8 << 20))
+                .unwrap();
         });
         let (_d, w) = ws();
         let f = tempfile::NamedTempFile::new().unwrap();

@@ -54,7 +54,9 @@ pub struct Cancel {
 
 impl Cancel {
     pub fn fire(&self, why: StopReason) {
-        let _ = self.reason.compare_exchange(0, why as u8, Ordering::AcqRel, Ordering::Acquire);
+        let _ = self
+            .reason
+            .compare_exchange(0, why as u8, Ordering::AcqRel, Ordering::Acquire);
         self.notify.notify_waiters();
     }
 
@@ -132,7 +134,9 @@ fn spawner() -> &'static std::sync::Mutex<mpsc::Sender<SpawnRequest>> {
                     loop {
                         // A statement of its own: the lock is held only while waiting (in a
                         // `while let` head it would last through the spawn).
-                        let Ok(req) = rx.lock().unwrap_or_else(|p| p.into_inner()).recv() else { break };
+                        let Ok(req) = rx.lock().unwrap_or_else(|p| p.into_inner()).recv() else {
+                            break;
+                        };
                         let spec = launch::Spec {
                             program: req.program.as_os_str(),
                             args: &req.args,
@@ -141,7 +145,10 @@ fn spawner() -> &'static std::sync::Mutex<mpsc::Sender<SpawnRequest>> {
                         };
                         let spawned = match launcher.as_mut() {
                             Ok(l) => launch::spawn(l, &spec),
-                            Err(e) => Err(std::io::Error::new(e.kind(), format!("cannot open /dev/null: {e}"))),
+                            Err(e) => Err(std::io::Error::new(
+                                e.kind(),
+                                format!("cannot open /dev/null: {e}"),
+                            )),
                         };
                         let _ = req.reply.send(spawned);
                         // Our copy of the started pipe's write end closes here, so EOF means kern.
@@ -172,7 +179,8 @@ async fn spawn_kern(l: &Launch<'_>, started_w: OwnedFd) -> std::io::Result<Spawn
         .map_err(|_| std::io::Error::other("spawner poisoned"))?
         .send(req)
         .map_err(|_| std::io::Error::other("spawner thread is gone"))?;
-    rx.await.map_err(|_| std::io::Error::other("spawner dropped the request"))?
+    rx.await
+        .map_err(|_| std::io::Error::other("spawner dropped the request"))?
 }
 
 pub async fn run_box(l: Launch<'_>) -> Result<BoxRun> {
@@ -180,7 +188,10 @@ pub async fn run_box(l: Launch<'_>) -> Result<BoxRun> {
     let (started_r, started_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
         .map_err(|e| Error::io("could not create a pipe for kern", e.into()))?;
     let spawned = spawn_kern(&l, started_w).await.map_err(|e| {
-        Error::sandbox(format!("could not execute kern ({}): {e}", l.kern.display()))
+        Error::sandbox(format!(
+            "could not execute kern ({}): {e}",
+            l.kern.display()
+        ))
     })?;
     let pgid = spawned.pid;
     let mut child = Reaper::new(spawned.pid);
@@ -195,7 +206,11 @@ pub async fn run_box(l: Launch<'_>) -> Result<BoxRun> {
     // process still holds them.
     let (drain_tx, drain_rx) = watch::channel::<Option<Duration>>(None);
     let drained = |mut rx: watch::Receiver<Option<Duration>>| async move {
-        let budget = rx.wait_for(Option::is_some).await.map(|v| v.unwrap_or_default()).unwrap_or_default();
+        let budget = rx
+            .wait_for(Option::is_some)
+            .await
+            .map(|v| v.unwrap_or_default())
+            .unwrap_or_default();
         tokio::time::sleep(budget).await;
     };
     let io = async {
@@ -223,11 +238,16 @@ pub async fn run_box(l: Launch<'_>) -> Result<BoxRun> {
                 reaped
             }
         };
-        let budget = if timed_out || stop_reason.is_some() { DRAIN_AFTER_KILL } else { DRAIN_BUDGET };
+        let budget = if timed_out || stop_reason.is_some() {
+            DRAIN_AFTER_KILL
+        } else {
+            DRAIN_BUDGET
+        };
         let _ = drain_tx.send(Some(budget));
         (status, timed_out, stop_reason, survivors)
     };
-    let ((status, timed_out, stop_reason, survivors), (stdout, stderr, started)) = tokio::join!(life, io);
+    let ((status, timed_out, stop_reason, survivors), (stdout, stderr, started)) =
+        tokio::join!(life, io);
     let exit_code = match (status, timed_out || stop_reason.is_some()) {
         (Some(s), false) => launch::exit_code(s),
         (Some(s), true) => launch::exit_code(s).max(crate::fault::EXIT_SIGKILL),
@@ -295,7 +315,10 @@ async fn teardown(kern: &Path, name: &str, pgid: i32, child: &mut Reaper) -> Opt
 /// `kern stop NAME`, quiet.
 fn stop_cmd(kern: &Path, name: &str) -> std::process::Command {
     let mut c = std::process::Command::new(kern);
-    c.args(["stop", name]).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+    c.args(["stop", name])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
     c
 }
 
@@ -317,12 +340,18 @@ fn end_helper(mut child: Child) {
 /// Live (non-zombie) members of process group `pgid`, from /proc. Zombies are dead already;
 /// orphaned ones wait for init to reap them.
 fn group_members(pgid: i32) -> Vec<i32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
     dir.flatten()
         .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()))
         .filter(|pid| {
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
-            let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else { return false };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
+            let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+                return false;
+            };
             let mut f = rest.split_whitespace();
             let state = f.next().unwrap_or("Z");
             let pgrp = f.nth(1).and_then(|g| g.parse::<i32>().ok());
@@ -373,10 +402,14 @@ async fn confirm_gone(kern: &Path, name: &str, pgid: i32) -> Option<String> {
             match listed_by_kern(kern, name).await {
                 Some(false) => {}
                 Some(true) => left.push(format!("kern still lists box {name} after `kern stop`")),
-                None => left.push(format!("could not confirm box {name} is gone: `kern ps` did not answer")),
+                None => left.push(format!(
+                    "could not confirm box {name} is gone: `kern ps` did not answer"
+                )),
             }
         }
-        None => left.push(format!("could not confirm box {name} is gone: `kern ps` did not answer")),
+        None => left.push(format!(
+            "could not confirm box {name} is gone: `kern ps` did not answer"
+        )),
     }
     (!left.is_empty()).then(|| left.join("; "))
 }

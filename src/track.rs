@@ -48,9 +48,15 @@ pub struct FileInfo {
 
 /// `.cell-<8 hex>.<py|sh|js>` at the workspace root: where runCode puts code too long for argv.
 pub fn is_code_cell(rel: &str) -> bool {
-    let Some(rest) = rel.strip_prefix(".cell-") else { return false };
-    let Some((tag, ext)) = rest.split_once('.') else { return false };
-    tag.len() == 8 && tag.bytes().all(|b| b.is_ascii_hexdigit()) && matches!(ext, "py" | "sh" | "js")
+    let Some(rest) = rel.strip_prefix(".cell-") else {
+        return false;
+    };
+    let Some((tag, ext)) = rest.split_once('.') else {
+        return false;
+    };
+    tag.len() == 8
+        && tag.bytes().all(|b| b.is_ascii_hexdigit())
+        && matches!(ext, "py" | "sh" | "js")
 }
 
 /// Regular files below `sub` (`.deps` and code cells excluded), and with `dirs` the directories
@@ -63,10 +69,11 @@ fn walk_files(
     let mut out = Vec::new();
     ws.walk(sub, true, false, &mut |e| {
         match e {
-            Entry::File { rel, stat, .. } if !is_code_cell(rel) => out.push((rel.to_string(), Meta::of(stat))),
-            Entry::Dir { rel, fd, stat } => {
-                dirs(rel, fd, stat).map_err(|e| crate::errors::Error::io("cannot watch the workspace", e.into()))?
+            Entry::File { rel, stat, .. } if !is_code_cell(rel) => {
+                out.push((rel.to_string(), Meta::of(stat)))
             }
+            Entry::Dir { rel, fd, stat } => dirs(rel, fd, stat)
+                .map_err(|e| crate::errors::Error::io("cannot watch the workspace", e.into()))?,
             _ => {}
         }
         Ok(())
@@ -85,7 +92,11 @@ pub fn list(ws: &Workspace, sub: &[String]) -> Result<Vec<FileInfo>> {
     }
     let mut files: Vec<FileInfo> = walk_files(ws, sub, &mut |_, _, _| Ok(()))?
         .into_iter()
-        .map(|(path, m)| FileInfo { path, size: m.size as f64, change: "created".into() })
+        .map(|(path, m)| FileInfo {
+            path,
+            size: m.size as f64,
+            change: "created".into(),
+        })
         .collect();
     files.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(files)
@@ -156,7 +167,9 @@ impl LiveIndex {
     /// re-reading many paths: then callers need not leave the async runtime for it.
     pub fn is_cheap(&self) -> bool {
         const QUEUED_MAX: i32 = 16 * 1024; // about 500 events
-        let Some(fd) = self.inotify.as_ref().filter(|_| self.built) else { return false };
+        let Some(fd) = self.inotify.as_ref().filter(|_| self.built) else {
+            return false;
+        };
         let mut queued: libc::c_int = 0;
         // SAFETY: FIONREAD writes one int.
         let r = unsafe { libc::ioctl(fd.as_raw_fd(), libc::FIONREAD, &mut queued) };
@@ -172,7 +185,9 @@ impl LiveIndex {
     /// Brings the index up to date and reports what changed since `call` began.
     pub fn finish(&mut self, ws: &Workspace, call: u64) -> Vec<FileInfo> {
         self.sync(ws);
-        let Some(changed) = self.calls.remove(&call) else { return Vec::new() };
+        let Some(changed) = self.calls.remove(&call) else {
+            return Vec::new();
+        };
         let mut files: Vec<FileInfo> = changed
             .into_iter()
             .filter_map(|(path, before)| {
@@ -182,7 +197,11 @@ impl LiveIndex {
                     Some(b) if b != now => "modified",
                     Some(_) => return None,
                 };
-                Some(FileInfo { path, size: now.size as f64, change: change.into() })
+                Some(FileInfo {
+                    path,
+                    size: now.size as f64,
+                    change: change.into(),
+                })
             })
             .collect();
         files.sort_by(|a, b| a.path.cmp(&b.path));
@@ -213,7 +232,9 @@ impl LiveIndex {
 
     /// Reads every queued event; returns the paths they name, each once, in queue order.
     fn drain(&mut self) -> std::result::Result<Vec<String>, Lost> {
-        let Some(fd) = self.inotify.as_ref() else { return Err(Lost) };
+        let Some(fd) = self.inotify.as_ref() else {
+            return Err(Lost);
+        };
         let mut raw: Vec<(i32, ReadFlags, Option<Vec<u8>>)> = Vec::new();
         if self.events.is_empty() {
             self.events.resize(64 * 1024, MaybeUninit::uninit());
@@ -221,7 +242,11 @@ impl LiveIndex {
         let mut reader = inotify::Reader::new(fd.as_fd(), &mut self.events);
         loop {
             match reader.next() {
-                Ok(ev) => raw.push((ev.wd(), ev.events(), ev.file_name().map(|n| n.to_bytes().to_vec()))),
+                Ok(ev) => raw.push((
+                    ev.wd(),
+                    ev.events(),
+                    ev.file_name().map(|n| n.to_bytes().to_vec()),
+                )),
                 Err(Errno::AGAIN) => break,
                 Err(Errno::INTR) => continue,
                 Err(_) => return Err(Lost),
@@ -243,10 +268,18 @@ impl LiveIndex {
                 }
                 continue;
             }
-            let (Some(dir), Some(name)) = (self.wds.get(&wd), name) else { continue };
+            let (Some(dir), Some(name)) = (self.wds.get(&wd), name) else {
+                continue;
+            };
             // The walk cannot stat such a name either (it lists names lossily): skipped by both.
-            let Ok(name) = String::from_utf8(name) else { continue };
-            let rel = if dir.is_empty() { name } else { format!("{dir}/{name}") };
+            let Ok(name) = String::from_utf8(name) else {
+                continue;
+            };
+            let rel = if dir.is_empty() {
+                name
+            } else {
+                format!("{dir}/{name}")
+            };
             if seen.insert(rel.clone()) {
                 paths.push(rel);
             }
@@ -262,7 +295,9 @@ impl LiveIndex {
         parents: &mut HashMap<String, Option<OwnedFd>>,
     ) -> std::result::Result<(), Lost> {
         let (parent, name) = rel.rsplit_once('/').unwrap_or(("", rel));
-        let dir = parents.entry(parent.to_string()).or_insert_with(|| ws.open_dir(&split(parent), false).ok());
+        let dir = parents
+            .entry(parent.to_string())
+            .or_insert_with(|| ws.open_dir(&split(parent), false).ok());
         let st = dir
             .as_ref()
             .and_then(|d| rustix::fs::statat(d, name, AtFlags::SYMLINK_NOFOLLOW).ok());
@@ -296,19 +331,31 @@ impl LiveIndex {
     /// Watches and indexes the directory `rel` and everything below it.
     fn scan(&mut self, ws: &Workspace, rel: &str) -> std::result::Result<(), Lost> {
         let parts = split(rel);
-        let Ok(fd) = ws.open_dir(&parts, false) else { return Ok(()) }; // gone, or not ours to read
-        let Ok(st) = rustix::fs::fstat(&fd) else { return Ok(()) };
+        let Ok(fd) = ws.open_dir(&parts, false) else {
+            return Ok(());
+        }; // gone, or not ours to read
+        let Ok(st) = rustix::fs::fstat(&fd) else {
+            return Ok(());
+        };
         self.watch(rel, fd.as_fd(), &st).map_err(|_| Lost)?;
         drop(fd);
-        let found = walk_files(ws, &parts, &mut |r, fd, st| self.watch(r, fd, st)).map_err(|_| Lost)?;
+        let found =
+            walk_files(ws, &parts, &mut |r, fd, st| self.watch(r, fd, st)).map_err(|_| Lost)?;
         for (path, meta) in found {
             self.set(&path, Some(meta));
         }
         Ok(())
     }
 
-    fn watch(&mut self, rel: &str, fd: BorrowedFd<'_>, st: &Stat) -> std::result::Result<(), Errno> {
-        let Some(inotify) = self.inotify.as_ref() else { return Ok(()) };
+    fn watch(
+        &mut self,
+        rel: &str,
+        fd: BorrowedFd<'_>,
+        st: &Stat,
+    ) -> std::result::Result<(), Errno> {
+        let Some(inotify) = self.inotify.as_ref() else {
+            return Ok(());
+        };
         if self.dirs.len() >= self.max_watches && !self.dirs.contains_key(rel) {
             return Err(Errno::NOSPC);
         }
@@ -321,15 +368,21 @@ impl LiveIndex {
                 self.forget_files(&prev);
             }
         }
-        self.dirs.insert(rel.to_string(), Watched { wd, ino: st.st_ino });
+        self.dirs
+            .insert(rel.to_string(), Watched { wd, ino: st.st_ino });
         Ok(())
     }
 
     /// Drops a directory that is gone or replaced: its watches and every file below it.
     fn forget_tree(&mut self, rel: &str) {
         let prefix = format!("{rel}/");
-        let mut gone: Vec<String> =
-            self.dirs.range(prefix.clone()..).map(|(k, _)| k).take_while(|k| k.starts_with(&prefix)).cloned().collect();
+        let mut gone: Vec<String> = self
+            .dirs
+            .range(prefix.clone()..)
+            .map(|(k, _)| k)
+            .take_while(|k| k.starts_with(&prefix))
+            .cloned()
+            .collect();
         gone.push(rel.to_string());
         for d in gone {
             if let Some(w) = self.dirs.remove(&d) {
@@ -344,8 +397,13 @@ impl LiveIndex {
 
     fn forget_files(&mut self, rel: &str) {
         let prefix = format!("{rel}/");
-        let gone: Vec<String> =
-            self.files.range(prefix.clone()..).map(|(k, _)| k).take_while(|k| k.starts_with(&prefix)).cloned().collect();
+        let gone: Vec<String> = self
+            .files
+            .range(prefix.clone()..)
+            .map(|(k, _)| k)
+            .take_while(|k| k.starts_with(&prefix))
+            .cloned()
+            .collect();
         for f in gone {
             self.set(&f, None);
         }
@@ -396,9 +454,13 @@ impl LiveIndex {
     }
 
     fn walk_all(&mut self, ws: &Workspace) -> Result<Vec<(String, Meta)>> {
-        let root = ws.open_dir(&[], false).map_err(|e| crate::errors::Error::io("cannot list the workspace", e))?;
-        let st = rustix::fs::fstat(&root).map_err(|e| crate::errors::Error::io("cannot list the workspace", e.into()))?;
-        self.watch("", root.as_fd(), &st).map_err(|e| crate::errors::Error::io("cannot watch the workspace", e.into()))?;
+        let root = ws
+            .open_dir(&[], false)
+            .map_err(|e| crate::errors::Error::io("cannot list the workspace", e))?;
+        let st = rustix::fs::fstat(&root)
+            .map_err(|e| crate::errors::Error::io("cannot list the workspace", e.into()))?;
+        self.watch("", root.as_fd(), &st)
+            .map_err(|e| crate::errors::Error::io("cannot watch the workspace", e.into()))?;
         walk_files(ws, &[], &mut |r, fd, st| self.watch(r, fd, st))
     }
 }
@@ -441,7 +503,9 @@ mod tests {
     }
 
     fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
-        v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+        v.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
     }
 
     /// Every scenario runs with inotify and with the walk fallback: same answers.
@@ -467,7 +531,10 @@ mod tests {
             fs::write(p.join("sub/.deps/pkg"), b"x").unwrap();
             fs::write(p.join(".cell-0a1b2c3d.py"), b"x").unwrap();
             std::os::unix::fs::symlink("/etc/passwd", p.join("link")).unwrap();
-            assert_eq!(changes(live.finish(ws, 1)), pairs(&[("grow", "modified"), ("sub/new", "created")]));
+            assert_eq!(
+                changes(live.finish(ws, 1)),
+                pairs(&[("grow", "modified"), ("sub/new", "created")])
+            );
         });
     }
 
@@ -494,9 +561,15 @@ mod tests {
             fs::write(p.join("x"), b"1").unwrap();
             live.begin(ws, 2);
             fs::write(p.join("y"), b"1").unwrap();
-            assert_eq!(changes(live.finish(ws, 1)), pairs(&[("x", "created"), ("y", "created")]));
+            assert_eq!(
+                changes(live.finish(ws, 1)),
+                pairs(&[("x", "created"), ("y", "created")])
+            );
             fs::write(p.join("x"), b"22").unwrap();
-            assert_eq!(changes(live.finish(ws, 2)), pairs(&[("x", "modified"), ("y", "created")]));
+            assert_eq!(
+                changes(live.finish(ws, 2)),
+                pairs(&[("x", "modified"), ("y", "created")])
+            );
         });
     }
 
@@ -516,7 +589,11 @@ mod tests {
             fs::create_dir(p.join("keep")).unwrap();
             assert_eq!(
                 changes(live.finish(ws, 1)),
-                pairs(&[("a/g", "created"), ("b/deep/f", "created"), ("n/m/o/h", "created")])
+                pairs(&[
+                    ("a/g", "created"),
+                    ("b/deep/f", "created"),
+                    ("n/m/o/h", "created")
+                ])
             );
             // The moved tree is watched under its new name, and the old name is forgotten.
             live.begin(ws, 2);
@@ -526,7 +603,11 @@ mod tests {
             fs::write(p.join("keep/z"), b"1").unwrap();
             assert_eq!(
                 changes(live.finish(ws, 2)),
-                pairs(&[("b/deep/f", "modified"), ("keep/z", "created"), ("n/m/o/h", "modified")])
+                pairs(&[
+                    ("b/deep/f", "modified"),
+                    ("keep/z", "created"),
+                    ("n/m/o/h", "modified")
+                ])
             );
         });
     }
@@ -578,7 +659,8 @@ mod tests {
         let mut live = LiveIndex::new(true);
         live.begin(&ws, 1);
         // Three events per file: past the default queue of 16384 events.
-        let max = fs::read_to_string("/proc/sys/fs/inotify/max_queued_events").map_or(16384, |s| s.trim().parse().unwrap());
+        let max = fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
+            .map_or(16384, |s| s.trim().parse().unwrap());
         let n = max / 3 + 100;
         for i in 0..n {
             fs::write(d.path().join(format!("f{i}")), b"1").unwrap();

@@ -24,7 +24,9 @@ pub const FORCE_FALLBACK_ENV: &str = "KERN_SANDBOX_NO_OPENAT2";
 
 fn openat2_missing() -> &'static AtomicBool {
     static MISSING: OnceLock<AtomicBool> = OnceLock::new();
-    MISSING.get_or_init(|| AtomicBool::new(std::env::var_os(FORCE_FALLBACK_ENV).is_some_and(|v| v == "1")))
+    MISSING.get_or_init(|| {
+        AtomicBool::new(std::env::var_os(FORCE_FALLBACK_ENV).is_some_and(|v| v == "1"))
+    })
 }
 
 /// Opens `name` (one component, or a `/`-joined path when openat2 is available) beneath `dir`.
@@ -74,8 +76,16 @@ impl Workspace {
             OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
             Mode::empty(),
         )
-        .map_err(|e| Error::io(format!("cannot open the workspace {}", path.display()), e.into()))?;
-        Ok(Workspace { path: path.to_path_buf(), root })
+        .map_err(|e| {
+            Error::io(
+                format!("cannot open the workspace {}", path.display()),
+                e.into(),
+            )
+        })?;
+        Ok(Workspace {
+            path: path.to_path_buf(),
+            root,
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -89,7 +99,10 @@ impl Workspace {
     /// Opens the directory `parts` beneath the root, creating missing levels when `create`.
     pub fn open_dir(&self, parts: &[String], create: bool) -> io::Result<OwnedFd> {
         // Components are single names: the same contract for openat2 and the fallback.
-        if parts.iter().any(|p| p.is_empty() || p == "." || p == ".." || p.contains(['/', '\0'])) {
+        if parts
+            .iter()
+            .any(|p| p.is_empty() || p == "." || p == ".." || p.contains(['/', '\0']))
+        {
             return Err(io::Error::from_raw_os_error(libc::EINVAL));
         }
         let dflags = OFlags::RDONLY | OFlags::DIRECTORY;
@@ -153,15 +166,20 @@ impl Workspace {
 
     pub fn write_file(&self, rel: &str, data: &[u8]) -> Result<()> {
         let (parents, leaf) = Self::split(rel)?;
-        let dir = self.open_dir(&parents, true).map_err(|e| describe("cannot write", rel, e))?;
+        let dir = self
+            .open_dir(&parents, true)
+            .map_err(|e| describe("cannot write", rel, e))?;
         let mut f = Self::create_in(dir.as_fd(), &leaf, 0o644)
             .map_err(|e| describe("cannot write", rel, e))?;
-        f.write_all(data).map_err(|e| describe("cannot write", rel, e))
+        f.write_all(data)
+            .map_err(|e| describe("cannot write", rel, e))
     }
 
     pub fn read_file(&self, rel: &str, max_bytes: Option<u64>) -> Result<Vec<u8>> {
         let (parents, leaf) = Self::split(rel)?;
-        let dir = self.open_dir(&parents, false).map_err(|e| describe("cannot read", rel, e))?;
+        let dir = self
+            .open_dir(&parents, false)
+            .map_err(|e| describe("cannot read", rel, e))?;
         let f = Self::open_in(dir.as_fd(), &leaf).map_err(|e| describe("cannot read", rel, e))?;
         let size = f.metadata().map(|m| m.len()).unwrap_or(0);
         let max = max_bytes.unwrap_or(MAX_READ);
@@ -182,11 +200,14 @@ impl Workspace {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(describe("cannot read", rel, e)),
             };
-            out.try_reserve(n).map_err(|_| Error::sandbox(format!("cannot read {rel:?}: out of memory")))?;
+            out.try_reserve(n)
+                .map_err(|_| Error::sandbox(format!("cannot read {rel:?}: out of memory")))?;
             out.extend_from_slice(&chunk[..n]);
         }
         if out.len() as u64 > max {
-            return Err(Error::sandbox(format!("cannot read {rel:?}: the file grew past the read limit")));
+            return Err(Error::sandbox(format!(
+                "cannot read {rel:?}: the file grew past the read limit"
+            )));
         }
         Ok(out)
     }
@@ -204,8 +225,17 @@ impl Workspace {
 /// One entry met by [`Workspace::walk`].
 pub enum Entry<'a> {
     /// A directory the walk opened and is about to list (so a watch set on `fd` now misses nothing).
-    Dir { rel: &'a str, fd: BorrowedFd<'a>, stat: &'a rustix::fs::Stat },
-    File { rel: &'a str, dir: BorrowedFd<'a>, name: &'a str, stat: &'a rustix::fs::Stat },
+    Dir {
+        rel: &'a str,
+        fd: BorrowedFd<'a>,
+        stat: &'a rustix::fs::Stat,
+    },
+    File {
+        rel: &'a str,
+        dir: BorrowedFd<'a>,
+        name: &'a str,
+        stat: &'a rustix::fs::Stat,
+    },
 }
 
 impl Workspace {
@@ -234,18 +264,31 @@ impl Workspace {
                 stack.pop();
                 continue;
             };
-            let rel = if frame.prefix.is_empty() { name.clone() } else { format!("{}/{name}", frame.prefix) };
-            if !matches!(ty, FileType::Directory | FileType::RegularFile | FileType::Unknown) {
+            let rel = if frame.prefix.is_empty() {
+                name.clone()
+            } else {
+                format!("{}/{name}", frame.prefix)
+            };
+            if !matches!(
+                ty,
+                FileType::Directory | FileType::RegularFile | FileType::Unknown
+            ) {
                 continue;
             }
-            let Ok(stat) = rustix::fs::statat(&frame.fd, name.as_str(), rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
-            else {
+            let Ok(stat) = rustix::fs::statat(
+                &frame.fd,
+                name.as_str(),
+                rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+            ) else {
                 continue; // vanished meanwhile
             };
             match FileType::from_raw_mode(stat.st_mode) {
-                FileType::RegularFile => {
-                    visit(Entry::File { rel: &rel, dir: frame.fd.as_fd(), name: &name, stat: &stat })?
-                }
+                FileType::RegularFile => visit(Entry::File {
+                    rel: &rel,
+                    dir: frame.fd.as_fd(),
+                    name: &name,
+                    stat: &stat,
+                })?,
                 FileType::Directory if !(skip_deps && name == crate::argv::DEPS_DIR) => {
                     if depth >= MAX_DEPTH {
                         if !strict {
@@ -258,13 +301,24 @@ impl Workspace {
                     let flags = OFlags::RDONLY | OFlags::DIRECTORY;
                     match open_beneath(frame.fd.as_fd(), &name, flags, Mode::empty()) {
                         Ok(fd) => {
-                            visit(Entry::Dir { rel: &rel, fd: fd.as_fd(), stat: &stat })?;
+                            visit(Entry::Dir {
+                                rel: &rel,
+                                fd: fd.as_fd(),
+                                stat: &stat,
+                            })?;
                             let next = Frame::read(fd, rel)?;
                             stack.push(next);
                         }
                         // Removed, or swapped for a symlink or file, since we listed it.
-                        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ELOOP | libc::ENOTDIR)) => {}
-                        Err(e) if !strict && matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)) => {}
+                        Err(e)
+                            if matches!(
+                                e.raw_os_error(),
+                                Some(libc::ENOENT | libc::ELOOP | libc::ENOTDIR)
+                            ) => {}
+                        Err(e)
+                            if !strict
+                                && matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)) => {
+                        }
                         Err(e) => return Err(describe("cannot list", &rel, e)),
                     }
                 }
@@ -287,7 +341,8 @@ struct Frame {
 
 impl Frame {
     fn read(fd: OwnedFd, prefix: String) -> Result<Frame> {
-        let dir = rustix::fs::Dir::read_from(&fd).map_err(|e| describe("cannot list", &prefix, e.into()))?;
+        let dir = rustix::fs::Dir::read_from(&fd)
+            .map_err(|e| describe("cannot list", &prefix, e.into()))?;
         let mut names = Vec::new();
         for ent in dir {
             let ent = ent.map_err(|e| describe("cannot list", &prefix, e.into()))?;

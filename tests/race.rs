@@ -29,7 +29,10 @@ const OUTSIDE: &[u8] = b"OUTSIDE-SECRET\n";
 const INSIDE: &[u8] = b"JAIL\n";
 
 fn race_secs() -> f64 {
-    std::env::var("KERN_RACE_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(3.0)
+    std::env::var("KERN_RACE_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3.0)
 }
 
 /// Lists `root` recursively without following symlinks: relative path -> file content, or a tag.
@@ -84,7 +87,10 @@ impl Counts {
         c.fetch_add(1, Ordering::Relaxed);
     }
     fn get(&self) -> (u64, u64) {
-        (self.ok.load(Ordering::Relaxed), self.refused.load(Ordering::Relaxed))
+        (
+            self.ok.load(Ordering::Relaxed),
+            self.refused.load(Ordering::Relaxed),
+        )
     }
 }
 
@@ -109,16 +115,27 @@ fn race(label: &str) {
     symlink("..", jail.join("u")).unwrap(); // to the jail's parent
     symlink(outside.join("secret"), jail.join("L/lnk")).unwrap(); // a file link, to outside
     let archive_d = parent.join("d.tar.gz");
-    fs::write(&archive_d, gz_tar(&[("d/rx", b"R\n"), ("d/rsub/ry", b"R\n")])).unwrap();
+    fs::write(
+        &archive_d,
+        gz_tar(&[("d/rx", b"R\n"), ("d/rsub/ry", b"R\n")]),
+    )
+    .unwrap();
     let archive_mixed = parent.join("mixed.tar.gz");
-    fs::write(&archive_mixed, gz_tar(&[("d2/rz", b"R\n"), ("d3/rz", b"R\n"), ("L/leaf", b"R\n")]))
-        .unwrap();
+    fs::write(
+        &archive_mixed,
+        gz_tar(&[("d2/rz", b"R\n"), ("d3/rz", b"R\n"), ("L/leaf", b"R\n")]),
+    )
+    .unwrap();
     // snapshot() walks the tree while it changes: its archive must never hold outside content.
     let snap = parent.join("snap.tar.gz");
     fs::write(&snap, b"").unwrap();
     let outside_before = tree(&outside);
     let parent_names = |p: &Path| {
-        let mut v: Vec<_> = fs::read_dir(p).unwrap().flatten().map(|e| e.file_name()).collect();
+        let mut v: Vec<_> = fs::read_dir(p)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
         v.sort();
         v
     };
@@ -128,9 +145,17 @@ fn race(label: &str) {
     let stop = Arc::new(AtomicBool::new(false));
     let swaps = Arc::new(AtomicU64::new(0));
     let mut racers = Vec::new();
-    for pairs in [vec![("d", "s"), ("d2", "r"), ("d3", "u")], vec![("L/leaf", "L/lnk")]] {
+    for pairs in [
+        vec![("d", "s"), ("d2", "r"), ("d3", "u")],
+        vec![("L/leaf", "L/lnk")],
+    ] {
         let (stop, swaps) = (stop.clone(), swaps.clone());
-        let jfd = rustix::fs::open(&jail, rustix::fs::OFlags::DIRECTORY, rustix::fs::Mode::empty()).unwrap();
+        let jfd = rustix::fs::open(
+            &jail,
+            rustix::fs::OFlags::DIRECTORY,
+            rustix::fs::Mode::empty(),
+        )
+        .unwrap();
         racers.push(std::thread::spawn(move || {
             while !stop.load(Ordering::Relaxed) {
                 for (a, b) in &pairs {
@@ -160,7 +185,11 @@ fn race(label: &str) {
         writes.add(&ws.write_file("L/leaf", INSIDE));
         let r = ws.read_file("L/leaf", Some(64));
         if let Ok(b) = &r {
-            assert!(b == INSIDE || b == b"R\n", "{label}: read L/leaf returned {:?}", String::from_utf8_lossy(b));
+            assert!(
+                b == INSIDE || b == b"R\n",
+                "{label}: read L/leaf returned {:?}",
+                String::from_utf8_lossy(b)
+            );
         }
         reads.add(&r);
         if i % 4 == 0 {
@@ -170,7 +199,9 @@ fn race(label: &str) {
         if i % 16 == 0 {
             snapshot_archive(&ws, &snap, 64 << 20).unwrap();
             let mut raw = Vec::new();
-            flate2::read::GzDecoder::new(fs::File::open(&snap).unwrap()).read_to_end(&mut raw).unwrap();
+            flate2::read::GzDecoder::new(fs::File::open(&snap).unwrap())
+                .read_to_end(&mut raw)
+                .unwrap();
             assert!(
                 !raw.windows(OUTSIDE.len()).any(|w| w == OUTSIDE),
                 "{label}: snapshot archived outside content"
@@ -183,16 +214,30 @@ fn race(label: &str) {
         r.join().unwrap();
     }
 
-    assert_eq!(tree(&outside), outside_before, "{label}: the outside directory changed");
-    assert_eq!(parent_names(&parent), parent_before, "{label}: something landed next to the jail");
+    assert_eq!(
+        tree(&outside),
+        outside_before,
+        "{label}: the outside directory changed"
+    );
+    assert_eq!(
+        parent_names(&parent),
+        parent_before,
+        "{label}: something landed next to the jail"
+    );
     let (w, r, s) = (writes.get(), reads.get(), restores.get());
     eprintln!(
         "{label}: {} swaps; writes ok/refused {w:?}, reads {r:?}, restores {s:?}, {snapshots} snapshots",
         swaps.load(Ordering::Relaxed)
     );
     // The race must have been live: the host met both the real directories and the links.
-    assert!(w.0 > 0 && w.1 > 0, "{label}: writes never met both states: {w:?}");
-    assert!(r.0 > 0 && r.1 > 0, "{label}: reads never met both states: {r:?}");
+    assert!(
+        w.0 > 0 && w.1 > 0,
+        "{label}: writes never met both states: {w:?}"
+    );
+    assert!(
+        r.0 > 0 && r.1 > 0,
+        "{label}: reads never met both states: {r:?}"
+    );
     assert!(s.0 + s.1 > 0, "{label}: no restore ran");
 }
 
@@ -207,9 +252,14 @@ fn race_openat2() {
     )
     .is_ok();
     if !have_openat2 {
-        eprintln!("race_openat2: this kernel has no openat2; the binding uses its fallback here too");
+        eprintln!(
+            "race_openat2: this kernel has no openat2; the binding uses its fallback here too"
+        );
     }
-    assert!(std::env::var_os("KERN_SANDBOX_NO_OPENAT2").is_none(), "unset KERN_SANDBOX_NO_OPENAT2");
+    assert!(
+        std::env::var_os("KERN_SANDBOX_NO_OPENAT2").is_none(),
+        "unset KERN_SANDBOX_NO_OPENAT2"
+    );
     race("openat2");
 }
 
@@ -228,11 +278,22 @@ fn deny_openat2(errno: i32) {
         f(RET_K, 0, 0, RET_ERRNO | errno as u32),
         f(RET_K, 0, 0, RET_ALLOW),
     ];
-    let fprog = libc::sock_fprog { len: prog.len() as u16, filter: prog.as_mut_ptr() };
+    let fprog = libc::sock_fprog {
+        len: prog.len() as u16,
+        filter: prog.as_mut_ptr(),
+    };
     unsafe {
-        assert_eq!(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0, "PR_SET_NO_NEW_PRIVS");
         assert_eq!(
-            libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &fprog as *const _),
+            libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0),
+            0,
+            "PR_SET_NO_NEW_PRIVS"
+        );
+        assert_eq!(
+            libc::prctl(
+                libc::PR_SET_SECCOMP,
+                libc::SECCOMP_MODE_FILTER,
+                &fprog as *const _
+            ),
             0,
             "PR_SET_SECCOMP: {}",
             std::io::Error::last_os_error()
@@ -246,7 +307,11 @@ fn deny_openat2(errno: i32) {
         rustix::fs::Mode::empty(),
         rustix::fs::ResolveFlags::empty(),
     );
-    assert_eq!(r.err().map(|e| e.raw_os_error()), Some(errno), "the seccomp filter is not in force");
+    assert_eq!(
+        r.err().map(|e| e.raw_os_error()),
+        Some(errno),
+        "the seccomp filter is not in force"
+    );
 }
 
 /// Runs in a child process started by the fallback tests below.
@@ -274,17 +339,36 @@ fn race_child() {
 fn run_child(mode: &str, extra_env: &[(&str, &str)]) {
     let exe = std::env::current_exe().unwrap();
     let mut cmd = std::process::Command::new(exe);
-    cmd.args(["race_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
-        .env("KERN_RACE_CHILD", mode)
-        .env_remove("KERN_SANDBOX_NO_OPENAT2");
+    cmd.args([
+        "race_child",
+        "--exact",
+        "--ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env("KERN_RACE_CHILD", mode)
+    .env_remove("KERN_SANDBOX_NO_OPENAT2");
     for (k, v) in extra_env {
         cmd.env(k, v);
     }
     let out = cmd.output().unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    eprintln!("{}", text.lines().filter(|l| l.contains("fallback")).collect::<Vec<_>>().join("\n"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!(
+        "{}",
+        text.lines()
+            .filter(|l| l.contains("fallback"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
     assert!(out.status.success(), "the {mode} child failed:\n{text}");
-    assert!(text.contains("1 passed"), "the {mode} child ran no test:\n{text}");
+    assert!(
+        text.contains("1 passed"),
+        "the {mode} child ran no test:\n{text}"
+    );
 }
 
 #[test]

@@ -87,7 +87,11 @@ pub const JAIL_FILE: &[u8] = b"JAIL-FILE\n";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Node {
     Dir,
-    File { len: u64, nlink: u64, content: Option<Vec<u8>> },
+    File {
+        len: u64,
+        nlink: u64,
+        content: Option<Vec<u8>>,
+    },
     Symlink(PathBuf),
     Fifo,
     Other(u32),
@@ -105,7 +109,9 @@ pub fn tree(root: &Path) -> Tree {
         for ent in rd.flatten() {
             let r = rel.join(ent.file_name());
             let p = root.join(&r);
-            let Ok(m) = fs::symlink_metadata(&p) else { continue };
+            let Ok(m) = fs::symlink_metadata(&p) else {
+                continue;
+            };
             let ft = m.file_type();
             let node = if ft.is_symlink() {
                 Node::Symlink(fs::read_link(&p).unwrap_or_default())
@@ -114,7 +120,11 @@ pub fn tree(root: &Path) -> Tree {
                 Node::Dir
             } else if ft.is_file() {
                 let content = (m.len() <= 4096).then(|| fs::read(&p).unwrap_or_default());
-                Node::File { len: m.len(), nlink: m.nlink(), content }
+                Node::File {
+                    len: m.len(),
+                    nlink: m.nlink(),
+                    content,
+                }
             } else if ft.is_fifo() {
                 Node::Fifo
             } else {
@@ -128,7 +138,11 @@ pub fn tree(root: &Path) -> Tree {
 
 fn names(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = fs::read_dir(dir)
-        .map(|rd| rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
         .unwrap_or_default();
     v.sort();
     v
@@ -157,14 +171,23 @@ extern "C" fn remove_parent() {
 pub fn fixture() -> &'static Fixture {
     FIXTURE.get_or_init(|| {
         // tmpfs when there is one: resetting the jail on ext4 costs ~10 ms, on tmpfs ~0.5 ms.
-        let tmp = std::env::var_os("KERN_FUZZ_TMP").map(PathBuf::from).unwrap_or_else(|| {
-            let shm = Path::new("/dev/shm");
-            if shm.is_dir() { shm.to_path_buf() } else { std::env::temp_dir() }
-        });
+        let tmp = std::env::var_os("KERN_FUZZ_TMP")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                let shm = Path::new("/dev/shm");
+                if shm.is_dir() {
+                    shm.to_path_buf()
+                } else {
+                    std::env::temp_dir()
+                }
+            });
         // A crashed run never reaches atexit: reclaim the parents of dead fuzzing processes.
         for ent in fs::read_dir(&tmp).into_iter().flatten().flatten() {
             let name = ent.file_name().to_string_lossy().into_owned();
-            if let Some(pid) = name.strip_prefix("kern-fuzz-").and_then(|p| p.parse::<u32>().ok()) {
+            if let Some(pid) = name
+                .strip_prefix("kern-fuzz-")
+                .and_then(|p| p.parse::<u32>().ok())
+            {
                 if !Path::new(&format!("/proc/{pid}")).exists() {
                     let _ = fs::remove_dir_all(ent.path());
                 }
@@ -200,7 +223,12 @@ pub fn fixture() -> &'static Fixture {
 
 fn mkfifo(p: &Path) {
     let c = CString::new(p.as_os_str().as_bytes()).unwrap();
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "mkfifo {}", p.display());
+    assert_eq!(
+        unsafe { libc::mkfifo(c.as_ptr(), 0o644) },
+        0,
+        "mkfifo {}",
+        p.display()
+    );
 }
 
 impl Fixture {
@@ -259,7 +287,11 @@ impl Fixture {
     pub fn assert_fd_in_jail(&self, fd: std::os::fd::BorrowedFd<'_>, what: &str) {
         use std::os::fd::AsRawFd;
         let p = fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).unwrap();
-        assert!(self.in_jail(&p), "{what}: opened a directory outside the jail: {}", p.display());
+        assert!(
+            self.in_jail(&p),
+            "{what}: opened a directory outside the jail: {}",
+            p.display()
+        );
     }
 
     /// With `KERN_FUZZ_SELFTEST=1`, escapes on purpose (through the planted `out` link, as a buggy
@@ -278,18 +310,35 @@ impl Fixture {
             ["input", "jail", "outside", "sibling"],
             "a new entry appeared next to the jail"
         );
-        assert!(names(&self.sibling).is_empty(), "something was written into a sibling of the jail");
-        assert_eq!(names(&self.input), input_names, "the input directory changed");
+        assert!(
+            names(&self.sibling).is_empty(),
+            "something was written into a sibling of the jail"
+        );
+        assert_eq!(
+            names(&self.input),
+            input_names,
+            "the input directory changed"
+        );
         let now = tree(&self.outside);
-        assert!(now == self.outside_before, "the outside directory changed:\nbefore {:?}\nafter  {:?}", self.outside_before, now);
+        assert!(
+            now == self.outside_before,
+            "the outside directory changed:\nbefore {:?}\nafter  {:?}",
+            self.outside_before,
+            now
+        );
         for (rel, node) in tree(&self.jail) {
             match (&node, self.planted.get(&rel)) {
                 (Node::Dir, _) => {}
                 (Node::File { nlink, .. }, _) => {
-                    assert_eq!(*nlink, 1, "jail file {rel:?} has {nlink} links (a hard link was made)")
+                    assert_eq!(
+                        *nlink, 1,
+                        "jail file {rel:?} has {nlink} links (a hard link was made)"
+                    )
                 }
                 (n, Some(p)) if n == p => {}
-                (n, _) => panic!("restore/write left a non-regular entry in the jail: {rel:?} = {n:?}"),
+                (n, _) => {
+                    panic!("restore/write left a non-regular entry in the jail: {rel:?} = {n:?}")
+                }
             }
         }
     }
@@ -314,7 +363,10 @@ pub fn restore_case(gz: &[u8]) {
     let ws = kern_sandbox::Workspace::open(&fx.jail).unwrap();
     let (_result, peak) = measure(|| kern_sandbox::restore_archive(&ws, &src, RESTORE_LIMIT));
     drop(ws);
-    assert!(peak <= RESTORE_HEAP_MAX, "restore peaked at {peak} bytes of heap");
+    assert!(
+        peak <= RESTORE_HEAP_MAX,
+        "restore peaked at {peak} bytes of heap"
+    );
     fx.selftest_escape();
     fx.check(&["in.tar.gz"]);
 }
@@ -329,7 +381,9 @@ pub fn paths_case(data: &[u8]) {
     let fallback = std::env::var_os("KERN_SANDBOX_NO_OPENAT2").is_some_and(|v| v == "1");
     let ws = kern_sandbox::Workspace::open(&fx.jail).unwrap();
     for line in data.split(|&b| b == b'\n').take(16) {
-        let Some((&op, path)) = line.split_first() else { continue };
+        let Some((&op, path)) = line.split_first() else {
+            continue;
+        };
         let path = String::from_utf8_lossy(path);
         let op = match op {
             b'w' | b'r' | b'm' | b'o' | b'c' | b's' => op,
@@ -346,7 +400,10 @@ pub fn paths_case(data: &[u8]) {
                         !bytes.windows(OUTSIDE_MARK.len()).any(|w| w == OUTSIDE_MARK),
                         "read_file({path:?}) returned content from outside the jail"
                     );
-                    assert!(max.is_none_or(|m| bytes.len() as u64 <= m), "read past maxBytes");
+                    assert!(
+                        max.is_none_or(|m| bytes.len() as u64 <= m),
+                        "read past maxBytes"
+                    );
                 }
             }
             b's' => {
@@ -385,8 +442,16 @@ pub fn paths_case(data: &[u8]) {
             }
         });
         // snapshot streams through 1 MiB buffers; the other ops have only tiny files to hold.
-        let budget = if op == b's' { RESTORE_HEAP_MAX } else { PATH_HEAP_MAX };
-        assert!(peak <= budget, "op {:?} on {path:?} peaked at {peak} bytes of heap", op as char);
+        let budget = if op == b's' {
+            RESTORE_HEAP_MAX
+        } else {
+            PATH_HEAP_MAX
+        };
+        assert!(
+            peak <= budget,
+            "op {:?} on {path:?} peaked at {peak} bytes of heap",
+            op as char
+        );
     }
     drop(ws);
     fx.selftest_escape();
