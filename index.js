@@ -76,9 +76,77 @@ class MountRefused extends SandboxError {
   }
 }
 
+/** One rich value a Python cell produced (trailing expression, display(), a matplotlib figure):
+ * the same value in several MIME types. Text and JSON are strings, images base64. */
+class Result {
+  constructor(data, { isMainResult = false, executionCount = null } = {}) {
+    this.data = data
+    this.isMainResult = isMainResult
+    this.executionCount = executionCount
+  }
+
+  get text() { return this.data['text/plain'] }
+  get html() { return this.data['text/html'] }
+  get markdown() { return this.data['text/markdown'] }
+  get svg() { return this.data['image/svg+xml'] }
+  get json() { return this.data['application/json'] }
+  get latex() { return this.data['text/latex'] }
+  get javascript() { return this.data['application/javascript'] }
+  get png() { return image(this.data['image/png']) }
+  get jpeg() { return image(this.data['image/jpeg']) }
+
+  /** The MIME types this value was captured as. */
+  formats() {
+    return Object.keys(this.data)
+  }
+
+  toJSON() {
+    return { data: this.data, isMainResult: this.isMainResult, executionCount: this.executionCount }
+  }
+}
+
+function image(b64) {
+  return typeof b64 === 'string' ? Buffer.from(b64, 'base64') : null
+}
+
+/** One line the box wrote back, parsed and vetted: a Result, an error, or nothing. The box is
+ * untrusted, so a malformed line is dropped rather than trusted or thrown. */
+function richLine(text, executionCount) {
+  let v
+  try {
+    v = JSON.parse(text)
+  } catch {
+    return null
+  }
+  if (!v || typeof v !== 'object') return null
+  if (v.data && typeof v.data === 'object' && !Array.isArray(v.data)) {
+    const data = {}
+    for (const [k, x] of Object.entries(v.data)) if (typeof x === 'string') data[k] = x
+    return { result: new Result(data, { isMainResult: v.main === true, executionCount }) }
+  }
+  const e = v.error
+  if (e && typeof e === 'object') {
+    const str = (x) => (typeof x === 'string' ? x : '')
+    return { error: { name: str(e.name), value: str(e.value), traceback: str(e.traceback) } }
+  }
+  return null
+}
+
+/** Splits the native `rich` lines into `results` and `error`. */
+function richOf(lines, executionCount) {
+  const results = []
+  let error = null
+  for (const line of lines || []) {
+    const got = richLine(line, executionCount)
+    if (got && got.result) results.push(got.result)
+    else if (got && got.error && !error) error = got.error
+  }
+  return { results, error }
+}
+
 /** The outcome of one runCode()/run(). */
 class ExecutionResult {
-  constructor({ stdout, stderr, exitCode, durationMs, fault, files, truncated }) {
+  constructor({ stdout, stderr, exitCode, durationMs, fault, files, truncated, results, error, executionCount }) {
     this.stdout = stdout
     this.stderr = stderr
     this.exitCode = exitCode
@@ -86,6 +154,11 @@ class ExecutionResult {
     this.fault = fault || null
     this.files = files || []
     this.truncated = !!truncated
+    /** Rich values of Python code (Result[]); [] for bash, node and run(). */
+    this.results = results || []
+    /** The uncaught Python exception, or null: { name, value, traceback }. */
+    this.error = error || null
+    if (executionCount != null) this.executionCount = executionCount
   }
 
   /** The code exited 0 and the sandbox did not act. */
@@ -243,6 +316,25 @@ function bytesOption(method, opts) {
 
 let nextCallId = 1
 
+/** A native result as an ExecutionResult; `onResult` sees each result not yet delivered. */
+function finishResult(r, onResult, delivered = []) {
+  const { results, error } = richOf(r.rich, r.executionCount ?? null)
+  const all = delivered.concat(results.slice(delivered.length))
+  if (onResult) for (const x of all.slice(delivered.length)) deliver(onResult, x)
+  const { rich, ...rest } = r
+  return new ExecutionResult({ ...rest, fault: r.fault ?? null, results: all, error })
+}
+
+/** Calls a user callback; its throw or rejection must not break the call. */
+function deliver(fn, value) {
+  try {
+    const p = fn(value)
+    if (p && typeof p.then === 'function') p.then(undefined, () => {})
+  } catch {
+    // The result is still in result.results.
+  }
+}
+
 /** A configured kernel sandbox. Files persist in the workspace across calls; every
  * runCode()/run() is a fresh, network-off box. */
 class Sandbox {
@@ -329,6 +421,7 @@ class Sandbox {
   }
 
   async #call(opts, invoke) {
+    checkCallback('onResult', opts.onResult)
     const signal = checkSignal(opts.signal)
     if (signal && signal.aborted) throw signal.reason
     const onStdout = opts.onStdout !== undefined ? opts.onStdout : this.onStdout
@@ -343,12 +436,27 @@ class Sandbox {
       const pending = invoke({ timeoutS, callId }, chunkSink(onStdout), chunkSink(onStderr))
       if (signal) signal.addEventListener('abort', onAbort, { once: true })
       const r = await pending
-      return new ExecutionResult({ ...r, fault: r.fault ?? null })
+      return finishResult(r, opts.onResult)
     } catch (e) {
       throw fromNative(e, signal)
     } finally {
       if (signal) signal.removeEventListener('abort', onAbort)
     }
+  }
+
+  /** Starts a warm Python interpreter in one long-lived box on this session's workspace: cells
+   * share memory and cost well under a millisecond, but are not isolated from each other. */
+  async kernel(opts = {}) {
+    opts = optionsBag('kernel', opts)
+    const timeoutS = opts.timeoutS ?? this.timeoutS
+    if (typeof timeoutS !== 'number') throw new SandboxError('timeoutS must be a positive number of seconds')
+    let native
+    try {
+      native = await this.#native.kernel(timeoutS)
+    } catch (e) {
+      throw fromNative(e)
+    }
+    return new Kernel(native, this, (callId) => this.#native.cancel(callId))
   }
 
   /** Writes a Buffer or string to a workspace-relative path (contained, regular files only). */
@@ -407,6 +515,80 @@ class Sandbox {
   }
 }
 
+/** A warm, resident Python interpreter in one long-lived box (see `Sandbox.kernel`). */
+class Kernel {
+  #native
+  #sandbox
+  #cancel
+
+  constructor(native, sandbox, cancel) {
+    this.#native = native
+    this.#sandbox = sandbox
+    this.#cancel = cancel
+  }
+
+  /** False once the kernel was closed or torn down (timeout, output cap, its box died, or an
+   * aborted cell that ignored the interrupt). A live kernel keeps its state. */
+  get alive() {
+    return this.#native.alive
+  }
+
+  /** Runs a cell in the warm interpreter; state persists from earlier cells. Cells run one after
+   * another in call order. */
+  async runCode(code, opts = {}) {
+    opts = optionsBag('runCode', opts)
+    if (typeof code !== 'string') throw new SandboxError(`code must be a string, got ${show(code)}`)
+    if (opts.timeoutS != null && (typeof opts.timeoutS !== 'number' || !(opts.timeoutS > 0))) {
+      throw new SandboxError('timeoutS must be a positive number of seconds')
+    }
+    const onStdout = opts.onStdout !== undefined ? opts.onStdout : this.#sandbox.onStdout
+    const onStderr = opts.onStderr !== undefined ? opts.onStderr : this.#sandbox.onStderr
+    checkCallback('onStdout', onStdout)
+    checkCallback('onStderr', onStderr)
+    checkCallback('onResult', opts.onResult)
+    const signal = checkSignal(opts.signal)
+    if (signal && signal.aborted) throw signal.reason
+    const callId = signal ? nextCallId++ : undefined
+    const onAbort = () => this.#cancel(callId)
+    const delivered = []
+    let settled = false
+    const onResult = opts.onResult
+      ? (text) => {
+          if (settled) return
+          const got = richLine(text, null)
+          if (got && got.result) {
+            delivered.push(got.result)
+            deliver(opts.onResult, got.result)
+          }
+        }
+      : undefined
+    try {
+      const pending = this.#native.runCode(
+        code, { timeoutS: opts.timeoutS ?? undefined, callId }, chunkSink(onStdout), chunkSink(onStderr), onResult,
+      )
+      if (signal) signal.addEventListener('abort', onAbort, { once: true })
+      const r = await pending
+      settled = true
+      for (const x of delivered) x.executionCount = r.executionCount ?? null
+      return finishResult(r, opts.onResult, delivered)
+    } catch (e) {
+      throw fromNative(e, signal)
+    } finally {
+      settled = true
+      if (signal) signal.removeEventListener('abort', onAbort)
+    }
+  }
+
+  /** Ends the kernel and its box; a running cell is stopped. Idempotent. */
+  async close() {
+    await this.#native.close()
+  }
+
+  async [Symbol.asyncDispose]() {
+    await this.close()
+  }
+}
+
 /** Opens a Sandbox, runs `fn(sandbox)`, and closes it even if `fn` throws. */
 async function withSandbox(opts, fn) {
   if (typeof opts === 'function') {
@@ -432,6 +614,8 @@ async function runCode(code, opts = {}) {
 
 module.exports = {
   Sandbox,
+  Kernel,
+  Result,
   withSandbox,
   runCode,
   ExecutionResult,

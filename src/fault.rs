@@ -149,7 +149,7 @@ pub fn without_kern_notices(stderr: &[u8]) -> String {
         .join("\n")
 }
 
-fn fmt_secs(s: f64) -> String {
+pub fn fmt_secs(s: f64) -> String {
     if s.fract() == 0.0 {
         format!("{}", s as u64)
     } else {

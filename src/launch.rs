@@ -40,6 +40,8 @@ pub struct Spec<'a> {
     /// Added to (or replacing in) the inherited environment.
     pub env: &'a [(&'a str, String)],
     pub keep_fd: RawFd,
+    /// kern's stdin; /dev/null when absent.
+    pub stdin: Option<RawFd>,
 }
 
 fn cstr(s: &OsStr) -> io::Result<CString> {
@@ -141,7 +143,7 @@ impl Launcher {
     }
 }
 
-/// Starts `spec` with stdin on /dev/null and stdout/stderr on fresh pipes. Call it from a thread
+/// Starts `spec` with stdin on /dev/null (or `spec.stdin`) and stdout/stderr on fresh pipes. Call it from a thread
 /// that blocks all signals and lives as long as the process (PDEATHSIG follows that thread).
 pub fn spawn(launcher: &mut Launcher, spec: &Spec<'_>) -> io::Result<Spawned> {
     let path = cstr(spec.program)?;
@@ -183,7 +185,7 @@ pub fn spawn(launcher: &mut Launcher, spec: &Spec<'_>) -> io::Result<Spawned> {
         path: path.as_ptr(),
         argv: argv.as_ptr(),
         envp: envp.as_ptr(),
-        stdin: launcher.devnull.as_raw_fd(),
+        stdin: spec.stdin.unwrap_or(launcher.devnull.as_raw_fd()),
         stdout: out_w.as_raw_fd(),
         stderr: err_w.as_raw_fd(),
         keep: spec.keep_fd,

@@ -7,10 +7,13 @@ mod argv;
 mod cleanup;
 mod errors;
 mod fault;
+mod kernel;
 mod launch;
 mod locate;
 mod options;
 mod output;
+mod protocol;
+mod rich;
 mod session;
 mod snapshot;
 mod spawn;
@@ -31,6 +34,7 @@ use napi_derive::napi;
 use errors::Error;
 use options::{Config, SandboxOptions};
 use output::{ChunkFn, Text};
+use kernel::{CellOptions, Kernel, ResultFn};
 use session::{CallOptions, Outcome, Session};
 use spawn::{Cancel, StopReason};
 use track::FileInfo;
@@ -62,6 +66,9 @@ pub struct NativeResult {
     pub fault: Option<NativeFault>,
     pub files: Vec<FileInfo>,
     pub truncated: bool,
+    /// Rich results and an uncaught Python error, one JSON text each; index.js parses them.
+    pub rich: Vec<String>,
+    pub execution_count: Option<u32>,
 }
 
 impl From<Outcome> for NativeResult {
@@ -77,6 +84,8 @@ impl From<Outcome> for NativeResult {
             }),
             files: o.files,
             truncated: o.truncated,
+            rich: o.rich,
+            execution_count: o.execution_count,
         }
     }
 }
@@ -335,5 +344,101 @@ impl NativeSandbox {
         Ok(errors::guard(|| {
             self.inner.restore(Path::new(&src), limit)
         })?)
+    }
+}
+
+#[napi]
+impl NativeSandbox {
+    /// Starts a warm kernel on this session; resolves once its interpreter is ready.
+    #[napi(ts_return_type = "Promise<NativeKernel>")]
+    pub fn kernel<'e>(
+        &self,
+        env: &'e Env,
+        timeout_s: Option<f64>,
+    ) -> napi::Result<PromiseRaw<'e, NativeKernel>> {
+        let timeout_s = timeout_s.map(options::check_timeout).transpose()?;
+        let (s, calls) = (self.inner.clone(), self.calls.clone());
+        promise(env, async move {
+            let inner = s.open_kernel(timeout_s).await?;
+            Ok(NativeKernel {
+                inner,
+                timeout_s: timeout_s.unwrap_or(s.cfg.timeout_s),
+                calls,
+            })
+        })
+    }
+}
+
+/// The native half of `Kernel`.
+#[napi]
+pub struct NativeKernel {
+    inner: Arc<Kernel>,
+    timeout_s: f64,
+    /// The session's cancellation handles: `NativeSandbox.cancel` reaches kernel cells too.
+    calls: Arc<Mutex<HashMap<u32, Arc<Cancel>>>>,
+}
+
+#[napi]
+impl NativeKernel {
+    /// False once the kernel was closed or torn down (timeout, cap, death, ignored interrupt).
+    #[napi(getter)]
+    pub fn alive(&self) -> bool {
+        self.inner.alive()
+    }
+
+    /// Queues a cell now (cells run in call order) and resolves with its result.
+    #[napi(ts_return_type = "Promise<NativeResult>")]
+    pub fn run_code<'e>(
+        &self,
+        env: &'e Env,
+        code: String,
+        call: NativeCallOptions,
+        on_stdout: Option<ChunkFn>,
+        on_stderr: Option<ChunkFn>,
+        on_result: Option<ResultFn>,
+    ) -> napi::Result<PromiseRaw<'e, NativeResult>> {
+        if code.contains('\0') {
+            return Err(Error::sandbox("code must be a string with no NUL byte").into());
+        }
+        let timeout_s = call
+            .timeout_s
+            .map(options::check_timeout)
+            .transpose()?
+            .unwrap_or(self.timeout_s);
+        let cancel = Arc::new(Cancel::default());
+        if let Some(id) = call.call_id {
+            self.calls
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(id, cancel.clone());
+        }
+        let queued = self.inner.submit(
+            code,
+            CellOptions {
+                timeout: std::time::Duration::from_secs_f64(timeout_s),
+                on_stdout,
+                on_stderr,
+                on_result,
+                cancel,
+            },
+        );
+        let (k, calls, id) = (self.inner.clone(), self.calls.clone(), call.call_id);
+        promise(env, async move {
+            let r = match queued {
+                Ok(rx) => k.answer(rx).await,
+                Err(e) => Err(e),
+            };
+            NativeSandbox::finish_call(&calls, id);
+            r.map(NativeResult::from)
+        })
+    }
+
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn close<'e>(&self, env: &'e Env) -> napi::Result<PromiseRaw<'e, ()>> {
+        let k = self.inner.clone();
+        promise(env, async move {
+            k.close().await;
+            Ok(())
+        })
     }
 }

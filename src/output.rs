@@ -98,7 +98,7 @@ fn keep(out: &mut Vec<u8>, chunk: &[u8], cap: usize) -> bool {
 }
 
 /// The JS side of one stream: a byte window in flight plus one merged pending chunk.
-struct Sink {
+pub struct Sink {
     f: ChunkFn,
     in_flight: Arc<AtomicUsize>,
     chunks: Arc<AtomicUsize>,
@@ -107,7 +107,7 @@ struct Sink {
 }
 
 impl Sink {
-    fn new(f: ChunkFn) -> Sink {
+    pub fn new(f: ChunkFn) -> Sink {
         Sink {
             f,
             in_flight: Default::default(),
@@ -117,7 +117,7 @@ impl Sink {
         }
     }
 
-    fn push(&mut self, chunk: &[u8]) {
+    pub fn push(&mut self, chunk: &[u8]) {
         if self.pending.len() + chunk.len() <= PENDING_BYTES {
             self.pending.extend_from_slice(chunk);
         }
@@ -160,7 +160,7 @@ impl Sink {
 
     /// Delivers what is pending and waits (bounded) until JS has consumed everything, so a
     /// result never resolves ahead of its own output.
-    async fn finish(mut self) {
+    pub async fn finish(mut self) {
         let deadline = tokio::time::Instant::now() + DELIVERY_WAIT;
         loop {
             self.send();

@@ -3,13 +3,15 @@
 use std::collections::HashMap;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use crate::argv::{self, BoxSpec, DEPS_DIR, WORKSPACE};
 use crate::cleanup;
 use crate::errors::{Error, Result};
 use crate::fault::{self, Ending, Fault};
+use crate::kernel::Kernel;
+use crate::rich::{self, CellFiles};
 use crate::options::{self, Config};
 use crate::output::ChunkFn;
 use crate::spawn::{self, Cancel, Launch, StopReason};
@@ -19,6 +21,10 @@ use crate::workspace::Workspace;
 /// Code longer than this goes through a workspace file instead of argv (ARG_MAX guard).
 const INLINE_CODE_MAX: usize = 128 * 1024;
 const SETUP_MIN_TIMEOUT_S: f64 = 120.0;
+/// kern's own deadline for a kernel box: the kernel's close() or a cell's timeout ends it first.
+const KERNEL_BACKSTOP_S: f64 = 24.0 * 3600.0;
+/// A kernel gets at least this long to come up (interpreter start on a cold image cache).
+const KERNEL_MIN_STARTUP_S: f64 = 30.0;
 
 /// An open session's resources.
 pub struct Opened {
@@ -50,6 +56,10 @@ pub struct Outcome {
     pub fault: Option<Fault>,
     pub files: Vec<FileInfo>,
     pub truncated: bool,
+    /// Rich results and an uncaught error of Python code, one JSON text each (see `rich`).
+    pub rich: Vec<String>,
+    /// The cell's number in its kernel.
+    pub execution_count: Option<u32>,
 }
 
 pub struct Session {
@@ -60,6 +70,8 @@ pub struct Session {
     lifecycle: tokio::sync::Mutex<()>,
     /// Cancellation handles of the calls in flight, so close() can stop them.
     calls: Mutex<HashMap<u64, Arc<Cancel>>>,
+    /// The session's warm kernels, closed with it.
+    kernels: Mutex<Vec<Weak<Kernel>>>,
 }
 
 fn random_hex(bytes: usize) -> String {
@@ -87,6 +99,7 @@ impl Session {
             state: Mutex::new(None),
             lifecycle: tokio::sync::Mutex::new(()),
             calls: Mutex::new(HashMap::new()),
+            kernels: Mutex::new(Vec::new()),
         }
     }
 
@@ -201,6 +214,15 @@ impl Session {
         for c in calls {
             c.fire(StopReason::Closed);
         }
+        let kernels: Vec<Arc<Kernel>> = std::mem::take(
+            &mut *self.kernels.lock().unwrap_or_else(|p| p.into_inner()),
+        )
+        .iter()
+        .filter_map(Weak::upgrade)
+        .collect();
+        for k in kernels {
+            k.close().await;
+        }
         if let Some(o) = opened {
             let _ = blocking(move || {
                 remove_private(&o.private);
@@ -267,6 +289,9 @@ impl Session {
                 "command/code must be strings with no NUL byte",
             ));
         }
+        if language == "python" {
+            return self.run_python(code, opts).await;
+        }
         if code.len() <= INLINE_CODE_MAX {
             return self
                 .exec(vec![runner.into(), flag.into(), code], opts, false)
@@ -290,6 +315,104 @@ impl Session {
         })
         .await;
         result
+    }
+
+    /// Python through the rich-result runner: the cell and the runner go in as workspace files,
+    /// the results come back in a third; all three are gone when the call ends, however it ends.
+    async fn run_python(self: &Arc<Self>, code: String, opts: CallOptions) -> Result<Outcome> {
+        let opened = self.opened()?;
+        let files = Arc::new(CellFiles::new(&random_hex(4)));
+        let (o, f) = (opened.clone(), files.clone());
+        blocking(move || {
+            o.ws.write_file(&f.cell, code.as_bytes())?;
+            o.ws.write_file(&f.runner, rich::RUNNER.as_bytes())
+        })
+        .await
+        .inspect_err(|_| remove_helpers(&opened, &files))?;
+        let result = self
+            .exec(
+                vec!["python3".into(), format!("{WORKSPACE}/{}", files.runner)],
+                opts,
+                false,
+            )
+            .await;
+        let (o, f) = (opened.clone(), files.clone());
+        let written = blocking(move || {
+            let got = o.ws.read_file(&f.results, Some(rich::RESULTS_MAX));
+            remove_helpers(&o, &f);
+            Ok(got.map(|b| rich::lines(&b)).unwrap_or_default())
+        })
+        .await;
+        let mut out = result?;
+        out.rich = written.unwrap_or_default();
+        Ok(out)
+    }
+
+    /// Starts a warm kernel on this session's workspace, with the session's box settings.
+    pub async fn open_kernel(self: &Arc<Self>, timeout_s: Option<f64>) -> Result<Arc<Kernel>> {
+        if let Err(e) = &self.cfg.env_file {
+            return Err(Error::Sandbox(e.clone()));
+        }
+        let opened = self.opened()?;
+        let name = format!("jssbx-{}", random_hex(6));
+        let marker = format!("kern-kernel-{}", random_hex(8));
+        let command = [
+            "python3".to_string(),
+            "-c".to_string(),
+            rich::KERNEL_DRIVER.to_string(),
+            marker.clone(),
+        ];
+        let args = argv::box_argv(
+            &self.cfg,
+            &BoxSpec {
+                name: &name,
+                workspace: opened.ws.path(),
+                deps_readonly: self.deps_readonly(&opened, false),
+                timeout_s: KERNEL_BACKSTOP_S,
+                setup: false,
+                env_file: Some(&opened.env_file),
+                command: &command,
+            },
+        );
+        let boxed = spawn::start_resident(
+            &self.cfg.kern,
+            &name,
+            &args,
+            self.cfg.enforce_limits,
+            self.env_id,
+        )
+        .await?;
+        let timeout = timeout_s.unwrap_or(self.cfg.timeout_s);
+        let kernel = Kernel::start(
+            boxed,
+            self.cfg.max_output,
+            marker,
+            Duration::from_secs_f64(timeout.max(KERNEL_MIN_STARTUP_S)),
+        )
+        .await?;
+        {
+            let mut ks = self.kernels.lock().unwrap_or_else(|p| p.into_inner());
+            ks.retain(|k| k.strong_count() > 0);
+            ks.push(Arc::downgrade(&kernel));
+        }
+        // A close() that ran while the kernel started must not leave it behind.
+        if !self.is_open() {
+            kernel.close().await;
+            return Err(Error::sandbox("the sandbox was closed while the kernel was starting"));
+        }
+        Ok(kernel)
+    }
+
+    /// `depsReadonly` applies to run boxes whose workspace has a `.deps` directory.
+    fn deps_readonly(&self, opened: &Opened, setup: bool) -> bool {
+        self.cfg.deps_readonly
+            && !setup
+            && opened
+                .ws
+                .path()
+                .join(DEPS_DIR)
+                .symlink_metadata()
+                .is_ok_and(|m| m.is_dir())
     }
 
     async fn exec(
@@ -323,15 +446,8 @@ impl Session {
 
         let name = format!("jssbx-{}", random_hex(6));
         let track = self.cfg.track_files;
-        let deps_wanted = self.cfg.deps_readonly && !setup;
         crate::output::release_freed_memory();
-        let deps_readonly = deps_wanted
-            && opened
-                .ws
-                .path()
-                .join(DEPS_DIR)
-                .symlink_metadata()
-                .is_ok_and(|m| m.is_dir());
+        let deps_readonly = self.deps_readonly(&opened, setup);
         if track {
             opened
                 .track(move |live, ws| live.begin(ws, call_id))
@@ -400,6 +516,8 @@ impl Session {
             duration: run.duration,
             fault,
             files: files.unwrap_or_default(),
+            rich: Vec::new(),
+            execution_count: None,
         })
     }
 
@@ -535,6 +653,12 @@ fn write_private(p: &Path, body: &[u8]) -> Result<()> {
         .map_err(|e| Error::io(format!("cannot write the env file {}", p.display()), e))?;
     f.write_all(body)
         .map_err(|e| Error::io("cannot write the env file", e))
+}
+
+fn remove_helpers(opened: &Opened, files: &CellFiles) {
+    for f in files.all() {
+        opened.ws.remove_file(f);
+    }
 }
 
 fn remove_private(dir: &Path) {

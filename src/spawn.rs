@@ -111,6 +111,7 @@ struct SpawnRequest {
     args: Vec<OsString>,
     env: Vec<(&'static str, String)>,
     keep_fd: OwnedFd,
+    stdin: Option<OwnedFd>,
     reply: oneshot::Sender<std::io::Result<Spawned>>,
 }
 
@@ -142,6 +143,7 @@ fn spawner() -> &'static std::sync::Mutex<mpsc::Sender<SpawnRequest>> {
                             args: &req.args,
                             env: &req.env,
                             keep_fd: req.keep_fd.as_raw_fd(),
+                            stdin: req.stdin.as_ref().map(|f| f.as_raw_fd()),
                         };
                         let spawned = match launcher.as_mut() {
                             Ok(l) => launch::spawn(l, &spec),
@@ -162,16 +164,27 @@ fn spawner() -> &'static std::sync::Mutex<mpsc::Sender<SpawnRequest>> {
 
 /// Starts kern from a spawner thread, handing it the started pipe's write end.
 async fn spawn_kern(l: &Launch<'_>, started_w: OwnedFd) -> std::io::Result<Spawned> {
+    spawn_kern_with(l.kern, &l.args, l.enforce_limits, started_w, None).await
+}
+
+async fn spawn_kern_with(
+    kern: &Path,
+    args: &[OsString],
+    enforce_limits: bool,
+    started_w: OwnedFd,
+    stdin: Option<OwnedFd>,
+) -> std::io::Result<Spawned> {
     let mut env = vec![("KERN_STARTED_FD", started_w.as_raw_fd().to_string())];
-    if !l.enforce_limits {
+    if !enforce_limits {
         env.push(("KERN_NO_SCOPE", "1".to_string()));
     }
     let (reply, rx) = oneshot::channel();
     let req = SpawnRequest {
-        program: l.kern.to_path_buf(),
-        args: l.args.clone(),
+        program: kern.to_path_buf(),
+        args: args.to_vec(),
         env,
         keep_fd: started_w,
+        stdin,
         reply,
     };
     spawner()
@@ -266,7 +279,7 @@ pub async fn run_box(l: Launch<'_>) -> Result<BoxRun> {
 }
 
 /// Reads kern's started signal (at most two bytes) until EOF.
-async fn read_started(fd: OwnedFd, stop: impl std::future::Future<Output = ()>) -> Started {
+pub async fn read_started(fd: OwnedFd, stop: impl std::future::Future<Output = ()>) -> Started {
     let Ok(mut rx) = pipe::Receiver::from_owned_fd(fd) else {
         return Started::Silent;
     };
@@ -458,5 +471,77 @@ pub fn teardown_all_blocking(boxes: Vec<(i32, String, PathBuf)>) {
     }
     for (pgid, _, _) in boxes {
         kill_group(pgid);
+    }
+}
+
+/// A box that outlives one call (the warm kernel): kern with a stdin pipe, tracked like any box
+/// so that it never outlives Node.
+pub struct Resident {
+    pub pgid: i32,
+    pub reaper: Reaper,
+    /// The box's stdin; dropping it is the box's EOF.
+    pub stdin: Option<pipe::Sender>,
+    pub stdout: pipe::Receiver,
+    pub stderr: pipe::Receiver,
+    /// kern's started channel; kern writes it as the box comes up and ends.
+    pub started: Option<OwnedFd>,
+    kern: PathBuf,
+    name: String,
+    _live: cleanup::BoxGuard,
+}
+
+pub async fn start_resident(
+    kern: &Path,
+    name: &str,
+    args: &[OsString],
+    enforce_limits: bool,
+    env_id: usize,
+) -> Result<Resident> {
+    let flags = rustix::pipe::PipeFlags::CLOEXEC;
+    let (started_r, started_w) = rustix::pipe::pipe_with(flags)
+        .map_err(|e| Error::io("could not create a pipe for kern", e.into()))?;
+    let (stdin_r, stdin_w) = rustix::pipe::pipe_with(flags)
+        .map_err(|e| Error::io("could not create a pipe for kern", e.into()))?;
+    let spawned = spawn_kern_with(kern, args, enforce_limits, started_w, Some(stdin_r))
+        .await
+        .map_err(|e| {
+            Error::sandbox(format!("could not execute kern ({}): {e}", kern.display()))
+        })?;
+    let live = cleanup::track_box(env_id, spawned.pid, name, kern);
+    let pipe_err = |e| Error::io("could not talk to kern", e);
+    Ok(Resident {
+        pgid: spawned.pid,
+        reaper: Reaper::new(spawned.pid),
+        stdin: Some(pipe::Sender::from_owned_fd(stdin_w).map_err(pipe_err)?),
+        stdout: pipe::Receiver::from_owned_fd(spawned.stdout).map_err(pipe_err)?,
+        stderr: pipe::Receiver::from_owned_fd(spawned.stderr).map_err(pipe_err)?,
+        started: Some(started_r),
+        kern: kern.to_path_buf(),
+        name: name.to_string(),
+        _live: live,
+    })
+}
+
+impl Resident {
+    /// Ends the box as a timed-out call's is ended; what survived, if anything.
+    pub async fn tear_down(&mut self) -> Option<String> {
+        teardown(&self.kern, &self.name, self.pgid, &mut self.reaper).await;
+        confirm_gone(&self.kern, &self.name, self.pgid).await
+    }
+
+    /// kern's exit status once it has exited by itself, waiting at most `budget`.
+    pub async fn exited_within(&mut self, budget: Duration) -> Option<i32> {
+        tokio::time::timeout(budget, self.reaper.wait())
+            .await
+            .ok()
+            .map(launch::exit_code)
+    }
+
+    /// What kern's started channel said, read once (bounded: kern writes it as the box ends).
+    pub async fn started(&mut self) -> Started {
+        match self.started.take() {
+            Some(fd) => read_started(fd, tokio::time::sleep(GRACE)).await,
+            None => Started::Silent,
+        }
     }
 }

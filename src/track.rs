@@ -46,17 +46,24 @@ pub struct FileInfo {
     pub change: String,
 }
 
-/// `.cell-<8 hex>.<py|sh|js>` at the workspace root: where runCode puts code too long for argv.
-pub fn is_code_cell(rel: &str) -> bool {
-    let Some(rest) = rel.strip_prefix(".cell-") else {
-        return false;
+/// Our helper files at the workspace root, which no listing shows: `.cell-<8 hex>.<py|sh|js>`
+/// (code too long for argv, or a Python cell), `.run-<8 hex>.py` (the rich-result runner) and
+/// `.res-<8 hex>.json` (the results it writes back).
+pub fn is_helper_file(rel: &str) -> bool {
+    let tagged = |rest: &str, exts: &[&str]| {
+        rest.split_once('.').is_some_and(|(tag, ext)| {
+            tag.len() == 8 && tag.bytes().all(|b| b.is_ascii_hexdigit()) && exts.contains(&ext)
+        })
     };
-    let Some((tag, ext)) = rest.split_once('.') else {
-        return false;
-    };
-    tag.len() == 8
-        && tag.bytes().all(|b| b.is_ascii_hexdigit())
-        && matches!(ext, "py" | "sh" | "js")
+    if let Some(rest) = rel.strip_prefix(".cell-") {
+        tagged(rest, &["py", "sh", "js"])
+    } else if let Some(rest) = rel.strip_prefix(".run-") {
+        tagged(rest, &["py"])
+    } else if let Some(rest) = rel.strip_prefix(".res-") {
+        tagged(rest, &["json"])
+    } else {
+        false
+    }
 }
 
 /// Regular files below `sub` (`.deps` and code cells excluded), and with `dirs` the directories
@@ -69,7 +76,7 @@ fn walk_files(
     let mut out = Vec::new();
     ws.walk(sub, true, false, &mut |e| {
         match e {
-            Entry::File { rel, stat, .. } if !is_code_cell(rel) => {
+            Entry::File { rel, stat, .. } if !is_helper_file(rel) => {
                 out.push((rel.to_string(), Meta::of(stat)))
             }
             Entry::Dir { rel, fd, stat } => dirs(rel, fd, stat)
@@ -303,7 +310,7 @@ impl LiveIndex {
             .and_then(|d| rustix::fs::statat(d, name, AtFlags::SYMLINK_NOFOLLOW).ok());
         let known_dir = self.dirs.get(rel).map(|w| w.ino);
         match st.as_ref().map(|s| (FileType::from_raw_mode(s.st_mode), s)) {
-            Some((FileType::RegularFile, s)) if !is_code_cell(rel) => {
+            Some((FileType::RegularFile, s)) if !is_helper_file(rel) => {
                 if known_dir.is_some() {
                     self.forget_tree(rel);
                 }
@@ -492,10 +499,14 @@ mod tests {
 
     #[test]
     fn code_cells_are_recognised() {
-        assert!(is_code_cell(".cell-0a1b2c3d.py"));
-        assert!(!is_code_cell("sub/.cell-0a1b2c3d.py"));
-        assert!(!is_code_cell(".cell-xyz.py"));
-        assert!(!is_code_cell(".cell-0a1b2c3d.txt"));
+        assert!(is_helper_file(".cell-0a1b2c3d.py"));
+        assert!(!is_helper_file("sub/.cell-0a1b2c3d.py"));
+        assert!(!is_helper_file(".cell-xyz.py"));
+        assert!(!is_helper_file(".cell-0a1b2c3d.txt"));
+        assert!(is_helper_file(".run-0a1b2c3d.py"));
+        assert!(is_helper_file(".res-0a1b2c3d.json"));
+        assert!(!is_helper_file(".res-0a1b2c3d.py"));
+        assert!(!is_helper_file("d/.res-0a1b2c3d.json"));
     }
 
     fn changes(files: Vec<FileInfo>) -> Vec<(String, String)> {

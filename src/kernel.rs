@@ -1,0 +1,543 @@
+//! The warm kernel: one resident Python interpreter in a long-lived box, fed cells over a pipe.
+//!
+//! One task owns the box and serves cells strictly in the order they were queued; each cell is
+//! answered on its own channel. A per-cell deadline, an output past `maxOutputBytes`, a protocol
+//! violation or the box's death tears the kernel down; an abort interrupts the cell
+//! (KeyboardInterrupt) and tears down only a cell that does not stop within a grace.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::Status;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::errors::{Error, Result};
+use crate::fault::{self, Ending, Fault};
+use crate::output::{ChunkFn, Sink, QUEUE_DEPTH};
+use crate::protocol::{self, FrameReader, ReadError};
+use crate::session::Outcome;
+use crate::spawn::{Cancel, Resident, StopReason};
+
+/// A JS callback handed each result (as its JSON text) as it is produced; weak, like ChunkFn.
+pub type ResultFn = ThreadsafeFunction<String, (), String, Status, false, true, QUEUE_DEPTH>;
+
+/// How long an interrupted cell gets to stop before the kernel is torn down instead.
+const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
+/// How long a closing kernel gets to exit on its own (stdin at EOF) before it is killed.
+const CLOSE_GRACE: Duration = Duration::from_millis(500);
+/// kern's stderr kept for messages about a kernel that died.
+const STDERR_KEPT: usize = 64 * 1024;
+/// The exit code of a cell whose kernel was torn down under it, as in 0.1.23.
+const TORN_DOWN: i32 = -1;
+
+pub struct CellOptions {
+    pub timeout: Duration,
+    pub on_stdout: Option<ChunkFn>,
+    pub on_stderr: Option<ChunkFn>,
+    pub on_result: Option<ResultFn>,
+    pub cancel: Arc<Cancel>,
+}
+
+struct Cell {
+    code: String,
+    opts: CellOptions,
+    reply: oneshot::Sender<Result<Outcome>>,
+}
+
+/// What the rest of the binding holds of a kernel.
+pub struct Kernel {
+    queue: Mutex<Option<mpsc::UnboundedSender<Cell>>>,
+    alive: Arc<AtomicBool>,
+    /// Why the kernel stopped serving, for the SandboxError of later cells.
+    ended: Arc<Mutex<Option<String>>>,
+    shutdown: Arc<Cancel>,
+    finished: watch::Receiver<bool>,
+}
+
+/// The box side, owned by the serving task.
+struct Server {
+    boxed: Resident,
+    frames: FrameReader<tokio::net::unix::pipe::Receiver>,
+    kern_stderr: Arc<Mutex<Vec<u8>>>,
+    cap: usize,
+    marker: String,
+    count: u32,
+}
+
+enum CellEnd {
+    /// The kernel keeps serving.
+    Served,
+    /// The kernel is gone; the reason is for later cells.
+    Gone(String),
+}
+
+impl Kernel {
+    /// Starts the box and waits for the driver's ready frame.
+    pub async fn start(
+        mut boxed: Resident,
+        cap: usize,
+            marker: String,
+        startup: Duration,
+    ) -> Result<Arc<Kernel>> {
+        let kern_stderr = Arc::new(Mutex::new(Vec::new()));
+        let stderr = std::mem::replace(
+            &mut boxed.stderr,
+            // A placeholder end; the real one moves into the drain task below.
+            dead_receiver()?,
+        );
+        tokio::spawn(keep_stderr(stderr, kern_stderr.clone()));
+        let frames = FrameReader::new(
+            std::mem::replace(&mut boxed.stdout, dead_receiver()?),
+            cap.max(1 << 20) + 1024,
+        );
+        let mut server = Server {
+            boxed,
+            frames,
+            kern_stderr,
+            cap,
+            marker,
+            count: 0,
+        };
+        let ready = tokio::time::timeout(startup, server.frames.next()).await;
+        match ready {
+            Ok(Ok(Some((protocol::READY, _)))) => {}
+            other => {
+                let why = match other {
+                    Err(_) => format!("the kernel did not start within {}s", startup.as_secs()),
+                    _ => server.startup_failure().await,
+                };
+                server.boxed.tear_down().await;
+                return Err(Error::sandbox(why));
+            }
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (done_tx, done_rx) = watch::channel(false);
+        let kernel = Arc::new(Kernel {
+            queue: Mutex::new(Some(tx)),
+            alive: Arc::new(AtomicBool::new(true)),
+            ended: Default::default(),
+            shutdown: Default::default(),
+            finished: done_rx,
+        });
+        let (alive, ended, shutdown) = (
+            kernel.alive.clone(),
+            kernel.ended.clone(),
+            kernel.shutdown.clone(),
+        );
+        tokio::spawn(async move {
+            let why = server.serve(rx, &shutdown, &alive).await;
+            alive.store(false, Ordering::Release);
+            *ended.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+            let _ = done_tx.send(true);
+        });
+        Ok(kernel)
+    }
+
+    pub fn alive(&self) -> bool {
+        self.alive.load(Ordering::Acquire)
+    }
+
+    fn closed_error(&self) -> Error {
+        let why = self.ended.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        Error::sandbox(format!(
+            "the kernel is closed{}",
+            why.map(|w| format!(": {w}")).unwrap_or_default()
+        ))
+    }
+
+    /// Queues a cell (synchronously, so cells run in call order) and returns its answer.
+    pub fn submit(
+        &self,
+        code: String,
+        opts: CellOptions,
+    ) -> Result<oneshot::Receiver<Result<Outcome>>> {
+        let (reply, rx) = oneshot::channel();
+        let queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        match queue.as_ref() {
+            Some(q) if self.alive() => q
+                .send(Cell { code, opts, reply })
+                .map_err(|_| self.closed_error())?,
+            _ => return Err(self.closed_error()),
+        }
+        Ok(rx)
+    }
+
+    /// The answer to a submitted cell.
+    pub async fn answer(&self, rx: oneshot::Receiver<Result<Outcome>>) -> Result<Outcome> {
+        match rx.await {
+            Ok(r) => r,
+            Err(_) => Err(self.closed_error()),
+        }
+    }
+
+    /// Stops the kernel: a running cell is torn down, queued cells are refused. Returns once the
+    /// box is gone. Idempotent.
+    pub async fn close(&self) {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner()).take();
+        self.shutdown.fire(StopReason::Closed);
+        let mut done = self.finished.clone();
+        let _ = done.wait_for(|d| *d).await;
+    }
+}
+
+fn dead_receiver() -> Result<tokio::net::unix::pipe::Receiver> {
+    let (r, _w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+        .map_err(|e| Error::io("could not create a pipe", e.into()))?;
+    tokio::net::unix::pipe::Receiver::from_owned_fd(r)
+        .map_err(|e| Error::io("could not create a pipe", e))
+}
+
+/// Keeps the first bytes of kern's stderr (its own messages; the driver's go through frames).
+async fn keep_stderr(mut r: tokio::net::unix::pipe::Receiver, kept: Arc<Mutex<Vec<u8>>>) {
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        match r.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                let mut k = kept.lock().unwrap_or_else(|p| p.into_inner());
+                let room = STDERR_KEPT.saturating_sub(k.len());
+                k.extend_from_slice(&buf[..n.min(room)]);
+            }
+        }
+    }
+}
+
+/// A cell's output and results as they arrive.
+struct Collect {
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    rich: Vec<String>,
+    total: usize,
+    out_sink: Option<Sink>,
+    err_sink: Option<Sink>,
+    on_result: Option<ResultFn>,
+}
+
+impl Collect {
+    async fn finish_streams(&mut self) {
+        if let Some(s) = self.out_sink.take() {
+            s.finish().await;
+        }
+        if let Some(s) = self.err_sink.take() {
+            s.finish().await;
+        }
+    }
+}
+
+impl Server {
+    async fn serve(
+        &mut self,
+        mut queue: mpsc::UnboundedReceiver<Cell>,
+        shutdown: &Cancel,
+        alive: &AtomicBool,
+    ) -> String {
+        let why = loop {
+            tokio::select! {
+                biased;
+                _ = shutdown.fired() => break self.close_gracefully().await,
+                cell = queue.recv() => match cell {
+                    None => break self.close_gracefully().await,
+                    Some(cell) => {
+                        if cell.opts.cancel.reason().is_some() {
+                            let _ = cell.reply.send(Err(Error::Aborted));
+                            continue;
+                        }
+                        if let CellEnd::Gone(why) = self.run_cell(cell, shutdown).await {
+                            break why;
+                        }
+                    }
+                },
+                // Between cells nothing should arrive but a background thread's output, which no
+                // cell owns; EOF means the box died.
+                frame = self.frames.next() => match frame {
+                    Ok(Some(_)) => continue,
+                    Ok(None) | Err(_) => {
+                        let why = self.death_message().await;
+                        self.boxed.tear_down().await;
+                        break why;
+                    }
+                },
+            }
+        };
+        alive.store(false, Ordering::Release);
+        queue.close();
+        while let Ok(cell) = queue.try_recv() {
+            let _ = cell
+                .reply
+                .send(Err(Error::sandbox(format!("the kernel is closed: {why}"))));
+        }
+        why
+    }
+
+    async fn close_gracefully(&mut self) -> String {
+        // EOF on stdin ends the driver's read loop; the box then exits by itself.
+        self.boxed.stdin = None;
+        if self.boxed.exited_within(CLOSE_GRACE).await.is_none() {
+            self.boxed.tear_down().await;
+        } else {
+            // kern is gone; make sure nothing of its group lingers.
+            crate::spawn::kill_group(self.boxed.pgid);
+        }
+        "close() was called".to_string()
+    }
+
+    async fn run_cell(&mut self, cell: Cell, shutdown: &Cancel) -> CellEnd {
+        let Cell { code, opts, reply } = cell;
+        let t0 = Instant::now();
+        self.count += 1;
+        let count = self.count;
+        let mut c = Collect {
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+            rich: Vec::new(),
+            total: 0,
+            out_sink: opts.on_stdout.map(Sink::new),
+            err_sink: opts.on_stderr.map(Sink::new),
+            on_result: opts.on_result,
+        };
+        let frame = protocol::encode(protocol::CELL, code.as_bytes());
+        drop(code);
+        let sent = match self.boxed.stdin.as_mut() {
+            Some(w) => w.write_all(&frame).await.is_ok(),
+            None => false,
+        };
+        if !sent {
+            let why = self.death_message().await;
+            self.boxed.tear_down().await;
+            let _ = reply.send(Err(Error::sandbox(format!("the kernel is closed: {why}"))));
+            return CellEnd::Gone(why);
+        }
+        drop(frame);
+        let deadline = tokio::time::sleep(opts.timeout);
+        tokio::pin!(deadline);
+        let grace = tokio::time::sleep(Duration::MAX / 4);
+        tokio::pin!(grace);
+        let mut interrupted = false;
+        let outcome = |c: Collect, exit_code: i32, fault: Option<Fault>| Outcome {
+            truncated: false,
+            stdout: c.stdout,
+            stderr: c.stderr,
+            exit_code,
+            duration: t0.elapsed(),
+            fault,
+            files: Vec::new(),
+            rich: c.rich,
+            execution_count: Some(count),
+        };
+        loop {
+            tokio::select! {
+                frame = self.frames.next() => {
+                    let (kind, payload) = match frame {
+                        Ok(Some(f)) => f,
+                        Ok(None) | Err(ReadError::Io) => {
+                            let (fault, why) = self.died_in_cell().await;
+                            c.finish_streams().await;
+                            let _ = reply.send(match fault {
+                                Some(f) => Ok(outcome(c, TORN_DOWN, Some(f))),
+                                None => Err(Error::sandbox(why.clone())),
+                            });
+                            return CellEnd::Gone(why);
+                        }
+                        Err(ReadError::Oversize(n)) => {
+                            return self.torn_down(c, reply, outcome, "killed", format!(
+                                "the kernel sent a {n}-byte frame, past the maxOutputBytes cap of {} bytes; the kernel was torn down", self.cap)).await;
+                        }
+                    };
+                    match kind {
+                        protocol::STDOUT | protocol::STDERR | protocol::RESULT | protocol::ERROR => {
+                            c.total += payload.len();
+                            if c.total > self.cap {
+                                return self.torn_down(c, reply, outcome, "killed", format!(
+                                    "the cell's output passed the maxOutputBytes cap of {} bytes; the kernel was torn down", self.cap)).await;
+                            }
+                            match kind {
+                                protocol::STDOUT => {
+                                    if let Some(s) = c.out_sink.as_mut() { s.push(&payload); }
+                                    c.stdout.extend_from_slice(&payload);
+                                }
+                                protocol::STDERR => {
+                                    if let Some(s) = c.err_sink.as_mut() { s.push(&payload); }
+                                    c.stderr.extend_from_slice(&payload);
+                                }
+                                protocol::RESULT => {
+                                    let text = String::from_utf8_lossy(&payload).into_owned();
+                                    if let Some(f) = &c.on_result {
+                                        f.call(text.clone(), ThreadsafeFunctionCallMode::NonBlocking);
+                                    }
+                                    c.rich.push(text);
+                                }
+                                _ => c.rich.push(crate::rich::error_line(&payload)),
+                            }
+                        }
+                        protocol::DONE => {
+                            let rc = std::str::from_utf8(&payload).ok().and_then(|s| s.parse::<i32>().ok());
+                            let Some(rc) = rc else {
+                                return self.torn_down(c, reply, outcome, "killed",
+                                    "the kernel sent a done frame with no usable exit code; the kernel was torn down".into()).await;
+                            };
+                            c.finish_streams().await;
+                            let _ = reply.send(if interrupted {
+                                Err(Error::Aborted)
+                            } else {
+                                Ok(outcome(c, rc, None))
+                            });
+                            return CellEnd::Served;
+                        }
+                        _ => {
+                            return self.torn_down(c, reply, outcome, "killed",
+                                format!("the kernel sent an unknown frame ({kind:#04x}); the kernel was torn down")).await;
+                        }
+                    }
+                }
+                _ = &mut deadline, if !interrupted => {
+                    let secs = fault::fmt_secs(opts.timeout.as_secs_f64());
+                    return self.torn_down(c, reply, outcome, "timeout", format!(
+                        "the cell exceeded the {secs}s time limit; the kernel was torn down")).await;
+                }
+                _ = opts.cancel.fired(), if !interrupted => {
+                    interrupted = true;
+                    if !self.interrupt() {
+                        grace.as_mut().reset(tokio::time::Instant::now());
+                    } else {
+                        grace.as_mut().reset(tokio::time::Instant::now() + INTERRUPT_GRACE);
+                    }
+                }
+                _ = &mut grace, if interrupted => {
+                    self.boxed.tear_down().await;
+                    c.finish_streams().await;
+                    let _ = reply.send(Err(Error::Aborted));
+                    return CellEnd::Gone("a cell was aborted and did not stop when interrupted".into());
+                }
+                _ = shutdown.fired() => {
+                    self.boxed.tear_down().await;
+                    c.finish_streams().await;
+                    let _ = reply.send(Err(Error::sandbox("the kernel was closed while the cell was running")));
+                    return CellEnd::Gone("close() was called".into());
+                }
+            }
+        }
+    }
+
+    async fn torn_down(
+        &mut self,
+        mut c: Collect,
+        reply: oneshot::Sender<Result<Outcome>>,
+        outcome: impl FnOnce(Collect, i32, Option<Fault>) -> Outcome,
+        kind: &'static str,
+        message: String,
+    ) -> CellEnd {
+        let survivors = self.boxed.tear_down().await;
+        c.finish_streams().await;
+        let mut msg = message.clone();
+        if let Some(s) = survivors {
+            msg.push_str("; ");
+            msg.push_str(&s);
+        }
+        let _ = reply.send(Ok(outcome(c, TORN_DOWN, Some(Fault { kind, message: msg }))));
+        CellEnd::Gone(message)
+    }
+
+    /// The box died under a cell: a fault to report, or (never started) a startup error.
+    async fn died_in_cell(&mut self) -> (Option<Fault>, String) {
+        let exit = self.boxed.exited_within(Duration::from_millis(1000)).await;
+        let started = self.boxed.started().await;
+        self.boxed.tear_down().await;
+        let stderr = self.kern_stderr.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let exit_code = exit.unwrap_or(fault::EXIT_SIGKILL);
+        let classified = fault::classify(&Ending {
+            exit_code,
+            timed_out: false,
+            timeout_s: 0.0,
+            started,
+            stderr: &stderr,
+            survivors: None,
+        });
+        let fault = match classified {
+            Some(f) if f.kind == "startup_failed" => return (None, f.message),
+            Some(f) => f,
+            None => Fault {
+                kind: "killed",
+                message: format!("the kernel process exited during the cell (exit code {exit_code}); the kernel is gone"),
+            },
+        };
+        let why = fault.message.clone();
+        (Some(fault), why)
+    }
+
+    async fn startup_failure(&mut self) -> String {
+        let _ = self.boxed.exited_within(Duration::from_millis(1000)).await;
+        // Give the stderr drain a moment to see kern's last words.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let stderr = self.kern_stderr.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let text = fault::without_kern_notices(&stderr);
+        let text = text.trim();
+        if text.is_empty() {
+            "the kernel box failed to start".to_string()
+        } else {
+            format!("the kernel box failed to start: {}", text.chars().take(500).collect::<String>())
+        }
+    }
+
+    async fn death_message(&mut self) -> String {
+        let exit = self.boxed.exited_within(Duration::from_millis(300)).await;
+        match exit {
+            Some(code) => format!("the kernel box exited (exit code {code})"),
+            None => "the kernel box stopped answering".to_string(),
+        }
+    }
+
+    /// Sends SIGINT to the driver's main thread (KeyboardInterrupt in the cell). False when the
+    /// driver cannot be found.
+    fn interrupt(&self) -> bool {
+        match find_driver(self.boxed.pgid, &self.marker) {
+            // SAFETY: a plain syscall; tgkill with tid == pid targets that process's main thread.
+            Some(pid) => unsafe {
+                libc::syscall(libc::SYS_tgkill, pid, pid, libc::SIGINT) == 0
+            },
+            None => false,
+        }
+    }
+}
+
+/// The driver's host pid: a descendant of kern whose command line ends with our marker.
+fn find_driver(kern_pid: i32, marker: &str) -> Option<i32> {
+    let mut parent = std::collections::HashMap::new();
+    for e in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let ppid = stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().nth(1))
+            .and_then(|p| p.parse::<i32>().ok());
+        if let Some(ppid) = ppid {
+            parent.insert(pid, ppid);
+        }
+    }
+    let descends = |mut pid: i32| {
+        for _ in 0..64 {
+            match parent.get(&pid) {
+                Some(&p) if p == kern_pid => return true,
+                Some(&p) if p > 1 => pid = p,
+                _ => return false,
+            }
+        }
+        false
+    };
+    parent.keys().copied().find(|&pid| {
+        descends(pid)
+            && std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
+                c.strip_suffix(b"\0")
+                    .unwrap_or(&c)
+                    .rsplit(|b| *b == 0)
+                    .next()
+                    .is_some_and(|last| last == marker.as_bytes())
+            })
+    })
+}

@@ -1,0 +1,200 @@
+# Warm kernel driver: one resident interpreter serving cells over the box's stdin/stdout.
+#
+# Frames both ways are a kind byte, a little-endian u32 length and the payload.
+#   host -> box:  c <cell source, UTF-8>
+#   box -> host:  R (ready)  o/e <stdout/stderr bytes>  r <result JSON>  x <error JSON>  d <exit status>
+# The control fds are private: user fd 0 is /dev/null, fd 1/2 are pipes this driver drains, so raw
+# writes, C extensions and subprocesses land in the cell's output and cannot desync the protocol.
+# An interrupt is SIGINT sent by the host to this main thread; it is blocked outside cells.
+import io
+import os
+import select
+import signal
+import struct
+import threading
+
+_HDR = struct.Struct("<BI")
+_ctrl_in = os.dup(0)
+_ctrl_out = os.dup(1)
+os.set_inheritable(_ctrl_in, False)
+os.set_inheritable(_ctrl_out, False)
+_fd = os.open(os.devnull, os.O_RDONLY)
+os.dup2(_fd, 0)
+os.close(_fd)
+_pipes = {}
+for _n, _kind in ((1, ord("o")), (2, ord("e"))):
+    _r, _w = os.pipe()
+    os.dup2(_w, _n)
+    os.close(_w)
+    os.set_blocking(_r, False)
+    os.set_inheritable(_r, False)
+    _pipes[_r] = _kind
+_wlock = threading.Lock()
+_MAIN_PID = os.getpid()
+_SIGINT = {signal.SIGINT}
+
+
+def _send(kind, payload=b""):
+    if os.getpid() != _MAIN_PID:
+        return
+    data = _HDR.pack(kind, len(payload)) + payload
+    with _wlock:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(_ctrl_out, view):]
+
+
+class _FrameWriter(io.RawIOBase):
+    """sys.stdout/sys.stderr: each write goes out as a frame at once (live, no extra hop)."""
+
+    def __init__(self, kind, fd):
+        self.kind, self.fd = kind, fd
+
+    def writable(self):
+        return True
+
+    def fileno(self):
+        return self.fd
+
+    def write(self, b):
+        n = len(b)
+        if n:
+            if os.getpid() == _MAIN_PID:
+                _send(self.kind, bytes(b))
+            else:  # a forked child: its output goes through the pipe like any subprocess's
+                os.write(self.fd, b)
+        return n
+
+
+def _text(kind, fd):
+    return io.TextIOWrapper(_FrameWriter(kind, fd), encoding="utf-8", errors="backslashreplace",
+                            line_buffering=False, write_through=True)
+
+
+def _drain_pipes():
+    """Forwards what raw fd 1/2 writes are waiting; called under _rlock."""
+    for r, kind in _pipes.items():
+        while True:
+            try:
+                chunk = os.read(r, 1 << 16)
+            except BlockingIOError:
+                break
+            except OSError:
+                break
+            if not chunk:
+                break
+            _send(kind, chunk)
+
+
+_rlock = threading.Lock()
+
+
+def _pump():
+    poll = select.poll()
+    for r in _pipes:
+        poll.register(r, select.POLLIN)
+    while True:
+        try:
+            poll.poll()
+        except InterruptedError:
+            continue
+        with _rlock:
+            _drain_pipes()
+
+
+def _after_fork_child():
+    # The child of a cell's fork: never touch the control channel; print through the pipes.
+    try:
+        os.close(_ctrl_in)
+        os.close(_ctrl_out)
+    except OSError:
+        pass
+
+
+os.register_at_fork(after_in_child=_after_fork_child)
+
+
+def _read_exact(n):
+    buf = bytearray()
+    while len(buf) < n:
+        try:
+            chunk = os.read(_ctrl_in, n - len(buf))
+        except InterruptedError:
+            continue
+        if not chunk:
+            return None
+        buf += chunk
+    return bytes(buf)
+
+
+def _serve():
+    signal.pthread_sigmask(signal.SIG_BLOCK, _SIGINT)
+    threading.Thread(target=_pump, daemon=True).start()  # inherits the blocked SIGINT
+    sys.stdout = _text(ord("o"), 1)
+    sys.stderr = _text(ord("e"), 2)
+    sys.stdin = open(os.devnull, "r")
+    _private_dirs()
+    main = type(sys)("__main__")
+    main.__builtins__ = builtins
+    sys.modules["__main__"] = main
+    sys.argv = [""]
+    sys.path[0] = os.getcwd()
+    emit = lambda s: _send(ord("r"), s.encode("utf-8", "replace"))
+    cap = _Capture(emit)
+    builtins.display = cap.display
+    main.display = cap.display
+    import linecache
+
+    _send(ord("R"))
+    count = 0
+    while True:
+        head = _read_exact(_HDR.size)
+        if head is None:
+            return
+        kind, n = _HDR.unpack(head)
+        body = _read_exact(n)
+        if body is None or kind != ord("c"):
+            return
+        count += 1
+        name = "<cell-%d>" % count
+        src = body.decode("utf-8", "replace")
+        linecache.cache[name] = (len(src), None, src.splitlines(True), name)
+        rc = 0
+        if signal.SIGINT in signal.sigpending():
+            signal.sigtimedwait(_SIGINT, 0)  # a late interrupt meant for the previous cell
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGINT)
+        try:
+            try:
+                code, tail = _split_tail(src, name)
+                exec(code, main.__dict__)
+                if tail is not None:
+                    value = eval(tail, main.__dict__)
+                    if value is not None:
+                        main.__dict__["_"] = value
+                        cap.add(_bundle(value), main=True)
+            finally:
+                signal.pthread_sigmask(signal.SIG_BLOCK, _SIGINT)
+        except SystemExit as e:
+            c = e.code
+            rc = c if isinstance(c, int) else 0 if c is None else 1
+            if not isinstance(c, (int, type(None))):
+                sys.stderr.write(str(c) + "\n")
+        except BaseException as e:
+            err, text = _error(e, _trimmed_tb(e.__traceback__, name))
+            sys.stderr.write(text)
+            _send(ord("x"), err.encode("utf-8", "replace"))
+            rc = 1
+        if os.getpid() != _MAIN_PID:
+            os._exit(rc)  # a forked child that fell out of the cell must not serve
+        cap.figures()
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except Exception:
+            pass
+        with _rlock:
+            _drain_pipes()
+        _send(ord("d"), str(rc).encode())
+
+
+_serve()

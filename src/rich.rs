@@ -1,0 +1,80 @@
+//! Rich results of Python code: the in-box runner and kernel driver, and what they hand back.
+//!
+//! Both run next to untrusted code, so everything they write back is data to vet: the host reads
+//! it bounded and without following links, and index.js parses each JSON line on its own, so one
+//! malformed line costs only itself.
+
+/// The one-shot runner, run as `python3 /workspace/.run-<id>.py`.
+pub const RUNNER: &str = concat!(
+    include_str!("python/capture.py"),
+    include_str!("python/runner.py")
+);
+
+/// The warm kernel's driver, run as `python3 -c DRIVER <marker>`.
+pub const KERNEL_DRIVER: &str = concat!(
+    include_str!("python/capture.py"),
+    include_str!("python/kernel.py")
+);
+
+/// The most the host reads of what a cell writes back (results file or kernel result frames).
+pub const RESULTS_MAX: u64 = 64 << 20;
+
+/// A one-shot Python call's helper files at the workspace root.
+pub struct CellFiles {
+    pub cell: String,
+    pub runner: String,
+    pub results: String,
+}
+
+impl CellFiles {
+    pub fn new(tag: &str) -> CellFiles {
+        CellFiles {
+            cell: format!(".cell-{tag}.py"),
+            runner: format!(".run-{tag}.py"),
+            results: format!(".res-{tag}.json"),
+        }
+    }
+
+    pub fn all(&self) -> [&str; 3] {
+        [&self.cell, &self.runner, &self.results]
+    }
+}
+
+/// The runner's results file, one JSON object per line, as lines (empty ones dropped).
+pub fn lines(bytes: &[u8]) -> Vec<String> {
+    bytes
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
+        .map(|l| String::from_utf8_lossy(l).into_owned())
+        .collect()
+}
+
+/// A kernel error frame as a results line, the shape the runner writes.
+pub fn error_line(payload: &[u8]) -> String {
+    format!("{{\"error\":{}}}", String::from_utf8_lossy(payload))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_skip_blanks_and_keep_order() {
+        let got = lines(b"{\"a\":1}\n\n  \n{\"b\":2}\n");
+        assert_eq!(got, ["{\"a\":1}", "{\"b\":2}"]);
+        assert!(lines(b"").is_empty());
+    }
+
+    #[test]
+    fn helper_names_share_one_tag() {
+        let f = CellFiles::new("0a1b2c3d");
+        assert_eq!(f.all(), [".cell-0a1b2c3d.py", ".run-0a1b2c3d.py", ".res-0a1b2c3d.json"]);
+        assert!(f.all().iter().all(|n| crate::track::is_helper_file(n)));
+    }
+
+    #[test]
+    fn sources_are_embedded_whole() {
+        assert!(RUNNER.contains("def _bundle") && RUNNER.ends_with("_run()\n"));
+        assert!(KERNEL_DRIVER.contains("def _bundle") && KERNEL_DRIVER.ends_with("_serve()\n"));
+    }
+}
