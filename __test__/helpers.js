@@ -288,7 +288,24 @@ function sandboxWith(bin, opts = {}) {
 // ---------------------------------------------------------------------------------------------
 // /proc probes
 
-/** Live (non-zombie) processes whose cmdline contains `marker`, excluding this process. */
+/** The Python cell a process runs through the rich-result runner (`python3 /workspace/.run-<id>.py`,
+ * or kern's `box … -v <ws>:/workspace … python3 /workspace/.run-<id>.py`), or ''. The code is in a
+ * workspace file, not in any command line. */
+function cellOf(pid, args) {
+  const run = args.find((a) => /^\/workspace\/\.run-[0-9a-f]{8}\.py$/.test(a))
+  if (!run) return ''
+  const cell = run.replace('/.run-', '/.cell-')
+  const vol = args.find((a, i) => args[i - 1] === '-v' && a.endsWith(':/workspace'))
+  const file = vol ? vol.slice(0, -':/workspace'.length) + cell.slice('/workspace'.length) : `/proc/${pid}/root${cell}`
+  try {
+    return fs.readFileSync(file, 'utf8')
+  } catch {
+    return ''
+  }
+}
+
+/** Live (non-zombie) processes whose cmdline (or Python cell, see cellOf) contains `marker`,
+ * excluding this process. */
 function procsMatching(marker) {
   const out = []
   let entries
@@ -303,7 +320,7 @@ function procsMatching(marker) {
     if (pid === process.pid) continue
     try {
       const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'latin1')
-      if (!cmd.includes(marker)) continue
+      if (!cmd.includes(marker) && !cellOf(pid, cmd.split('\0')).includes(marker)) continue
       const stat = fs.readFileSync(`/proc/${pid}/stat`, 'latin1')
       const state = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0]
       if (state === 'Z' || state === 'X') continue

@@ -198,7 +198,7 @@ test('process.exit() mid-call leaves no kern-sbx dir and no running box', async 
 const kern = require(REPO)
 const marker = ${JSON.stringify(marker)}
 new kern.Sandbox({ timeoutS: 60 }).open().then(async (s) => {
-  s.runCode('# ' + marker + '\\nimport time\\ntime.sleep(60)').catch(() => {})
+  s.run(['python3', '-c', '# ' + marker + '\\nimport time\\ntime.sleep(60)']).catch(() => {})
   const fs = require('fs')
   const seen = () => fs.readdirSync('/proc').some((p) => { try { return /^\\d+$/.test(p) && fs.readFileSync('/proc/' + p + '/cmdline', 'latin1').includes(marker) } catch { return false } })
   const t0 = Date.now()

@@ -29,7 +29,8 @@ for _n, _kind in ((1, ord("o")), (2, ord("e"))):
     os.set_blocking(_r, False)
     os.set_inheritable(_r, False)
     _pipes[_r] = _kind
-_wlock = threading.Lock()
+_wlock = threading.Lock()  # one frame at a time on the control channel
+_rlock = threading.Lock()  # one reader of the raw-output pipes at a time
 _MAIN_PID = os.getpid()
 _SIGINT = {signal.SIGINT}
 
@@ -60,7 +61,9 @@ class _FrameWriter(io.RawIOBase):
         n = len(b)
         if n:
             if os.getpid() == _MAIN_PID:
-                _send(self.kind, bytes(b))
+                with _rlock:  # raw output written before this write goes out first
+                    _drain_pipes()
+                    _send(self.kind, bytes(b))
             else:  # a forked child: its output goes through the pipe like any subprocess's
                 os.write(self.fd, b)
         return n
@@ -84,9 +87,6 @@ def _drain_pipes():
             if not chunk:
                 break
             _send(kind, chunk)
-
-
-_rlock = threading.Lock()
 
 
 def _pump():
