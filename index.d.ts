@@ -2,7 +2,8 @@
 // Run LLM/agent-generated code in a fast, local, daemonless kernel sandbox (kern), from Node.
 //
 // This file is the public contract, kept by hand: the 0.1.1 declarations unchanged, plus what 0.2
-// adds (per-call options, cancellation, hardening options, `oom`, explicit resource management).
+// adds (per-call options, cancellation, hardening options, `oom`, explicit resource management)
+// and 0.1.23's rich results and warm kernel (`Result`, `Kernel`, `Sandbox.kernel()`).
 // __test__/types/drift.test.js fails when it and the runtime exports disagree.
 // Needs @types/node (Buffer, AbortSignal, Symbol.asyncDispose), as 0.1.1 did. Referenced explicitly:
 // TypeScript 6 no longer loads installed @types packages unless tsconfig lists them, and without
@@ -32,6 +33,50 @@ export interface FileInfo {
   change: "created" | "modified";
 }
 
+/** A rich, MIME-typed value a Python cell produced: its trailing bare expression, each object
+ * passed to `display()`, or a matplotlib figure still open when the cell ended. One value, several
+ * forms: `data` maps a MIME type to its payload (text and JSON as strings, images base64). */
+export class Result {
+  /** MIME type -> payload: text/* and application/json as strings, image/png and image/jpeg base64. */
+  data: Record<string, string>;
+  /** True only for the value of the cell's trailing expression (not display() or figures). */
+  isMainResult: boolean;
+  /** The cell's number in its kernel (1, 2, 3, ...); null for a one-shot runCode. */
+  executionCount: number | null;
+  /** text/plain (repr()) */
+  readonly text?: string;
+  /** text/html */
+  readonly html?: string;
+  /** text/markdown */
+  readonly markdown?: string;
+  /** image/svg+xml */
+  readonly svg?: string;
+  /** application/json, as JSON text */
+  readonly json?: string;
+  /** text/latex */
+  readonly latex?: string;
+  /** application/javascript */
+  readonly javascript?: string;
+  /** image/png decoded to a Buffer, or null */
+  readonly png: Buffer | null;
+  /** image/jpeg decoded to a Buffer, or null */
+  readonly jpeg: Buffer | null;
+  /** The MIME types this value was captured as. */
+  formats(): string[];
+  /** `{ data, isMainResult, executionCount }`, for logging and JSON.stringify. */
+  toJSON(): { data: Record<string, string>; isMainResult: boolean; executionCount: number | null };
+}
+
+/** An uncaught Python exception (the shape E2B uses). stderr still shows the same traceback. */
+export interface ExecutionError {
+  /** The exception's class name, e.g. "ValueError". */
+  name: string;
+  /** str() of the exception. */
+  value: string;
+  /** The formatted traceback, from the user's code on. */
+  traceback: string;
+}
+
 /** The outcome of one runCode()/run(). `fault` is the source of truth for "did the sandbox act";
  * `exitCode`/`stdout` are what the user's code did. `success` requires both clean. */
 export class ExecutionResult {
@@ -45,6 +90,13 @@ export class ExecutionResult {
   files: FileInfo[];
   /** stdout/stderr hit the capture cap and overflow was discarded. */
   truncated: boolean;
+  /** Rich values of Python code, in the order produced: display() calls, the trailing expression,
+   * then open matplotlib figures. Always an array; `[]` for bash, node and run(). */
+  results: Result[];
+  /** The uncaught Python exception of this call, or null. */
+  error: ExecutionError | null;
+  /** A kernel cell's number (1, 2, 3, ...); absent on one-shot calls. */
+  executionCount?: number;
   /** True iff the code exited 0 AND no sandbox fault fired. */
   readonly success: boolean;
 }
@@ -151,10 +203,37 @@ export interface PerCallOptions {
   signal?: AbortSignal;
 }
 
+/** Called with each rich result as it is produced (Python only). */
+export type ResultCallback = (result: Result) => void;
+
 /** Options for runCode(): a call's options plus the language. */
 export interface RunCodeOptions extends PerCallOptions {
   /** Default "python". */
   language?: Language;
+  /** Called once per rich result, in order, before runCode resolves. */
+  onResult?: ResultCallback | null;
+}
+
+/** Options for Sandbox.kernel(). */
+export interface KernelOptions {
+  /** Default deadline for each cell, in seconds. Default: the session's `timeoutS`. */
+  timeoutS?: number;
+}
+
+/** Options for one kernel cell. */
+export interface CellOptions {
+  /** Deadline for this cell; past it the kernel is torn down (fault `timeout`). */
+  timeoutS?: number;
+  /** Live stdout of this cell, while it runs. Default: the session's `onStdout`; `null` turns it off. */
+  onStdout?: ChunkCallback | null;
+  /** Live stderr of this cell, while it runs. Default: the session's `onStderr`; `null` turns it off. */
+  onStderr?: ChunkCallback | null;
+  /** Called with each rich result as the cell produces it. */
+  onResult?: ResultCallback | null;
+  /** Interrupts the cell: KeyboardInterrupt is raised in it and the call rejects with
+   * `signal.reason`. A cell that stops within about 2 s leaves the kernel serving with its state
+   * (`kernel.alive` stays true); one that ignores the interrupt gets the kernel torn down. */
+  signal?: AbortSignal;
 }
 
 /** Options for readFile(). */
@@ -207,7 +286,27 @@ export class Sandbox {
   restore(src: string, opts?: RestoreOptions): void;
   /** List regular files under the workspace (excludes .deps). */
   listFiles(subdir?: string): Promise<FileInfo[]>;
+  /** Start a warm Python interpreter in one long-lived box on this workspace, with the session's
+   * network, caps, env and mounts. Resolves once it is ready. Cells share memory and cost well
+   * under a millisecond, but are NOT isolated from each other; a fresh kernel is clean. */
+  kernel(opts?: KernelOptions): Promise<Kernel>;
   /** Same as close(): what `await using` calls at the end of its block. */
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** A warm, resident Python interpreter in one long-lived box (see `Sandbox.kernel`). In-memory
+ * state persists across cells; cells run one after another in call order. A cell's timeout, an
+ * output past `maxOutputBytes`, the box's death, or an interrupt the cell ignores tears the kernel
+ * down; later cells then reject with SandboxError. `sandbox.close()` closes its kernels. */
+export class Kernel {
+  /** False once the kernel was closed or torn down. */
+  readonly alive: boolean;
+  /** Run a cell; its trailing expression, display() calls and open matplotlib figures become
+   * `results`. An uncaught error gives exitCode 1 and a traceback; the kernel keeps serving. */
+  runCode(code: string, opts?: CellOptions): Promise<ExecutionResult>;
+  /** Tear the box down; a running cell rejects. Resolves once the box is gone. Idempotent. */
+  close(): Promise<void>;
+  /** Same as close(). */
   [Symbol.asyncDispose](): Promise<void>;
 }
 

@@ -94,6 +94,7 @@ const SAMPLES = {
   ExecutionResult: () => new runtime.ExecutionResult({ stdout: '', stderr: '', exitCode: 0, durationMs: 0, fault: null, files: [], truncated: false }),
   SandboxError: () => new runtime.SandboxError('x'),
   MountRefused: () => new runtime.MountRefused('x'),
+  Result: () => new runtime.Result({ 'text/plain': 'x' }),
 }
 /** Runtime-only members that are deliberately not part of the public contract. */
 const UNDECLARED_OK = {
@@ -154,9 +155,11 @@ test('SandboxOptions declares exactly the options the Sandbox constructor reads'
 
 test('per-call options: what Sandbox#runCode/#run read is what PerCallOptions/RunCodeOptions declare', () => {
   assert.deepEqual(declaredInterface('PerCallOptions').sort(), ['onStderr', 'onStdout', 'signal', 'timeoutS'])
-  assert.deepEqual(declaredInterface('RunCodeOptions'), ['language'])
+  assert.deepEqual(declaredInterface('RunCodeOptions').sort(), ['language', 'onResult'])
+  assert.deepEqual(declaredInterface('CellOptions').sort(), ['onResult', 'onStderr', 'onStdout', 'signal', 'timeoutS'])
+  assert.deepEqual(declaredInterface('KernelOptions'), ['timeoutS'])
   const js = fs.readFileSync(path.join(repo, 'index.js'), 'utf8')
-  for (const k of ['signal', 'onStdout', 'onStderr', 'timeoutS', 'language']) {
+  for (const k of ['signal', 'onStdout', 'onStderr', 'onResult', 'timeoutS', 'language']) {
     assert.ok(new RegExp(`opts\\.${k}\\b`).test(js), `index.js no longer reads opts.${k}: update PerCallOptions`)
   }
 })

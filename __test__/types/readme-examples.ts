@@ -3,7 +3,8 @@
 // own `exports` map), plus the options and calls 0.2 adds. Each `@ts-expect-error` is a misuse the
 // declarations must keep rejecting: tsc fails if the line stops being an error.
 import kern = require("kern-sandbox");
-import { runCode, withSandbox, Sandbox, SandboxError, MountRefused, ExecutionResult } from "kern-sandbox";
+import { runCode, withSandbox, Sandbox, SandboxError, MountRefused, ExecutionResult, Result, Kernel } from "kern-sandbox";
+import * as fs from "node:fs";
 import type {
   SandboxOptions,
   SandboxFault,
@@ -13,6 +14,9 @@ import type {
   Language,
   PerCallOptions,
   RunCodeOptions,
+  CellOptions,
+  KernelOptions,
+  ExecutionError,
 } from "kern-sandbox";
 
 declare const csvBytes: Buffer;
@@ -211,3 +215,47 @@ export {
   quickstart, session, javascriptInTheBox, theResult, options, egress, charts, checkpoints, errors,
   misuse, perCall, readLimits, hardening, explicitResourceManagement, disposeByHand,
 };
+
+// README "Rich results and warm kernels".
+async function richResults(): Promise<void> {
+  await kern.withSandbox(async (sbx) => {
+    const r = await sbx.runCode(
+      "import matplotlib.pyplot as plt\n" +
+        "import pandas as pd\n" +
+        "df = pd.DataFrame({'x': [1, 2, 3], 'y': [1, 4, 9]})\n" +
+        "df.plot(x='x', y='y')\n" +
+        "df.describe()",
+    );
+    const table = r.results.find((x) => x.isMainResult)?.html; // the describe() table
+    const chart = r.results.find((x) => x.png)?.png; // a PNG Buffer of the plot
+    if (chart) await fs.promises.writeFile("chart.png", chart);
+    const t: string | undefined = table;
+    const res: Result | undefined = r.results[0];
+    const kinds: string[] = res ? res.formats() : [];
+    const err: ExecutionError | null = r.error;
+    await sbx.runCode("1", { onResult: (x: Result) => console.log(x.text, x.executionCount) });
+    // @ts-expect-error onResult takes a Result, not a Buffer
+    await sbx.runCode("1", { onResult: (x: Buffer) => x });
+    void t, kinds, err;
+  });
+}
+
+async function warmKernel(): Promise<void> {
+  await kern.withSandbox(async (sbx) => {
+    const k = await sbx.kernel({ timeoutS: 30 });
+    await k.runCode("import numpy as np; a = np.arange(1_000_000)");
+    const r = await k.runCode("a.sum()", { onStdout: (c) => process.stdout.write(c) });
+    console.log(r.results[0].text, r.executionCount); // "499999500000" 2
+    await k.close(); // or `await using k = await sbx.kernel()`
+    const opts: KernelOptions = { timeoutS: 5 };
+    const cell: CellOptions = { signal: AbortSignal.timeout(1000), onResult: null };
+    const k2: Kernel = await sbx.kernel(opts);
+    const alive: boolean = k2.alive;
+    await k2.runCode("1", cell);
+    await k2[Symbol.asyncDispose]();
+    // @ts-expect-error a kernel cell takes no language: it is Python
+    await k2.runCode("1", { language: "bash" });
+    void alive;
+  });
+}
+void richResults, warmKernel;
