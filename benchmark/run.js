@@ -27,6 +27,8 @@ const MiB = 1024 * 1024
 const IMPLS = {
   ours: ROOT,
   ref: process.env.KERN_BENCH_REFERENCE || path.resolve(ROOT, '..', 'shared', 'reference', 'kern-sandbox-0.1.1'),
+  // Today's upstream: rich results and the warm kernel are measured against it.
+  ref23: process.env.KERN_BENCH_REFERENCE_023 || path.resolve(ROOT, '..', 'shared', 'reference', 'kern-sandbox-0.1.23'),
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -477,6 +479,18 @@ const ROWS = [
     },
   },
   {
+    id: 'kernel',
+    real: true,
+    title: 'warm kernel cells vs 0.1.23 (x = 1 + 1, sum(range(1000)), 100 kB print), close()',
+    run: kernelRow,
+  },
+  {
+    id: 'pyrunner',
+    real: true,
+    title: 'one-shot Python runCode: runner overhead vs plain python3, and vs 0.1.23',
+    run: pyRunnerRow,
+  },
+  {
     id: 'parallel64real',
     real: true,
     title: '64 parallel calls on one session, real kern',
@@ -486,6 +500,98 @@ const ROWS = [
     },
   },
 ]
+
+const KERNEL_CELLS = {
+  trivial: 'x = 1 + 1',
+  sum1000: 'sum(range(1000))',
+  print100k: 'print("a" * 100_000)',
+}
+
+/** Warm-kernel cells on ours and on 0.1.23, alternating, pooled medians. */
+async function kernelRow() {
+  const impls = ['ours', 'ref23']
+  const acc = Object.fromEntries(impls.map((i) => [i, { cells: {}, closeMs: [], cpu: [], errors: [] }]))
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const impl of order(impls, r)) {
+      const res = await worker(
+        { mode: 'kernel', impl, module: IMPLS[impl], cells: KERNEL_CELLS, n: Q ? 200 : 1000, warmup: 50, sandbox: { workspace: fixtures.realWs } },
+        baseEnv(REAL_KERN),
+      )
+      const a = acc[impl]
+      if (res.error) {
+        a.errors.push(res.error)
+        continue
+      }
+      for (const [name, c] of Object.entries(res.cells)) {
+        const cell = (a.cells[name] ||= { samples: [], failed: 0 })
+        cell.samples.push(...c.samples)
+        cell.failed += c.failed
+      }
+      a.closeMs.push(res.closeMs)
+      a.cpu.push(res.cpuMsPerCall)
+    }
+    log(`  kernel round ${r + 1}/${ROUNDS}: ` + impls.map((i) => `${i} ${fmt(median(acc[i].cells.trivial?.samples || []))} ms`).join(', '))
+  }
+  for (const i of impls) {
+    const a = acc[i]
+    for (const c of Object.values(a.cells)) {
+      c.median = median(c.samples)
+      c.calls = c.samples.length
+      delete c.samples
+    }
+    a.closeMs = median(a.closeMs)
+    a.cpuMsPerCall = median(a.cpu)
+    a.errors = [...new Set(a.errors)].slice(0, 3)
+  }
+  const m = (i, name) => acc[i].cells[name]?.median ?? null
+  const e = { ours: { errors: acc.ours.errors }, ref: { errors: acc.ref23.errors } }
+  return {
+    data: acc,
+    lines: [
+      line('warm kernel vs 0.1.23: `x = 1 + 1`', 'median ms', m('ours', 'trivial'), m('ref23', 'trivial'), 'lower', 0.5, '<= 0.5x', errs(e)),
+      line('  `sum(range(1000))`', 'median ms', m('ours', 'sum1000'), m('ref23', 'sum1000'), 'lower', 0.5, '<= 0.5x'),
+      line('  a cell printing 100 kB', 'median ms', m('ours', 'print100k'), m('ref23', 'print100k'), 'lower', 0.5, '<= 0.5x'),
+      line('  close()', 'median ms', acc.ours.closeMs, acc.ref23.closeMs, 'lower', null, '< 150 ms'),
+      line('', 'node CPU ms per cell', acc.ours.cpuMsPerCall, acc.ref23.cpuMsPerCall, 'lower', null, '(all threads)'),
+    ],
+  }
+}
+
+/** One-shot Python: ours through the rich-result runner, 0.1.23 through its runner, and ours
+ * running the same code plainly (`run(["python3", "-c", code])`): what the runner adds. */
+async function pyRunnerRow() {
+  const code = 'x = 1'
+  const n = Q ? 8 : 20
+  const a = await callRows('pyrunner', {
+    kern: REAL_KERN,
+    n,
+    warmup: 3,
+    sandbox: { workspace: fixtures.realWs },
+    impls: ['ours', 'ref23', 'plain'],
+    extra: {
+      ours: { code },
+      ref23: { code, module: IMPLS.ref23 },
+      plain: { module: IMPLS.ours, command: ['python3', '-c', code] },
+    },
+  })
+  const added = a.ours.median != null && a.plain.median != null ? a.ours.median - a.plain.median : null
+  const addedRef = a.ref23.median != null && a.plain.median != null ? a.ref23.median - a.plain.median : null
+  return {
+    data: a,
+    lines: [
+      line('one-shot Python runCode vs 0.1.23', 'median ms', a.ours.median, a.ref23.median, 'lower', null, '', errs({ ours: a.ours, ref: a.ref23 })),
+      {
+        row: '  what the runner adds over plain python3 -c',
+        metric: 'ms',
+        ours: fmt(added),
+        ref: fmt(addedRef),
+        ratio: `plain ${fmt(a.plain.median)}`,
+        target: '<= 2 ms',
+        result: verdict(added == null ? null : added <= 2),
+      },
+    ],
+  }
+}
 
 async function parallelRow(id, kern, reps, title, sandbox = {}, target = 3) {
   const a = await oneShotRows(id, 'parallel', { kern, specFor: () => ({ width: 64, reps, warmup: 1, sandbox }) })

@@ -133,6 +133,34 @@ function bareCall(tpl) {
 }
 
 const modes = {
+  /** Warm-kernel cells: per-cell round trip (ms) for each of spec.cells, one kernel. */
+  async kernel() {
+    const s = await openSandbox()
+    const k = await s.kernel()
+    const out = {}
+    const cpu0 = process.cpuUsage()
+    let calls = 0
+    for (const [name, code] of Object.entries(spec.cells)) {
+      for (let i = 0; i < spec.warmup; i++) await k.runCode(code)
+      const samples = []
+      let failed = 0
+      for (let i = 0; i < spec.n; i++) {
+        const t = now()
+        const r = await k.runCode(code)
+        samples.push(now() - t)
+        if (!ok(r)) failed++
+      }
+      calls += spec.n
+      out[name] = { samples, failed }
+    }
+    const cpu = process.cpuUsage(cpu0)
+    const t = now()
+    await k.close()
+    const closeMs = now() - t
+    await s.close()
+    return { cells: out, closeMs, cpuMsPerCall: (cpu.user + cpu.system) / 1000 / calls }
+  },
+
   /** Sequential run(command) calls: per-call wall time (ms), optional stall monitor. */
   async calls() {
     let call
@@ -141,7 +169,7 @@ const modes = {
       call = () => bareCall(spec.bare)
     } else {
       s = await openSandbox()
-      call = () => s.run(spec.command || ['true'])
+      call = spec.code != null ? () => s.runCode(spec.code) : () => s.run(spec.command || ['true'])
     }
     let failed = 0
     let lastError = null
