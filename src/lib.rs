@@ -4,6 +4,7 @@
 #![deny(clippy::all)]
 
 mod argv;
+mod boxes;
 mod cleanup;
 mod errors;
 mod fault;

@@ -18,7 +18,7 @@ use tokio::net::unix::pipe;
 use tokio::process::{Child, Command};
 use tokio::sync::{oneshot, watch, Notify};
 
-use crate::cleanup;
+use crate::boxes;
 use crate::errors::{Error, Result};
 use crate::fault::Started;
 use crate::launch::{self, Reaper, Spawned};
@@ -195,7 +195,7 @@ pub async fn run_box(l: Launch<'_>) -> Result<BoxRun> {
     })?;
     let pgid = spawned.pid;
     let mut child = Reaper::new(spawned.pid);
-    let _live = cleanup::track_box(l.env_id, pgid, l.name, l.kern);
+    let _live = boxes::track(l.env_id, pgid, l.name, l.kern);
     let stdout = pipe::Receiver::from_owned_fd(spawned.stdout)
         .map_err(|e| Error::io("could not read kern's stdout", e))?;
     let stderr = pipe::Receiver::from_owned_fd(spawned.stderr)
@@ -293,16 +293,13 @@ async fn read_started(fd: OwnedFd, stop: impl std::future::Future<Output = ()>) 
 /// (no orphans left to init); finally SIGKILL the whole group. Returns kern's exit status if it
 /// was reaped within the budget.
 async fn teardown(kern: &Path, name: &str, pgid: i32, child: &mut Reaper) -> Option<i32> {
-    let stop = stop_command(kern, name);
+    let stop = spawn_stop(kern, name);
     let mut reaped = tokio::time::timeout(GRACE, child.wait()).await.ok();
     if reaped.is_none() {
-        for pid in group_members(pgid).into_iter().filter(|p| *p != pgid) {
-            // SAFETY: plain syscall on a pid we just saw in kern's group.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
+        boxes::kill_all_but_leader(pgid);
         reaped = tokio::time::timeout(GRACE, child.wait()).await.ok();
     }
-    kill_group(pgid);
+    boxes::kill_group(pgid);
     if reaped.is_none() {
         reaped = tokio::time::timeout(REAP_BUDGET, child.wait()).await.ok();
     }
@@ -312,18 +309,9 @@ async fn teardown(kern: &Path, name: &str, pgid: i32, child: &mut Reaper) -> Opt
     reaped
 }
 
-/// `kern stop NAME`, quiet.
-fn stop_cmd(kern: &Path, name: &str) -> std::process::Command {
-    let mut c = std::process::Command::new(kern);
-    c.args(["stop", name])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    c
-}
-
-fn stop_command(kern: &Path, name: &str) -> Option<Child> {
-    Command::from(stop_cmd(kern, name)).spawn().ok()
+/// Starts `kern stop NAME` as a child we can await.
+fn spawn_stop(kern: &Path, name: &str) -> Option<Child> {
+    Command::from(boxes::stop_command(kern, name)).spawn().ok()
 }
 
 /// Kills a helper `kern stop`/`kern ps` we no longer wait for, and reaps it in the background.
@@ -337,48 +325,12 @@ fn end_helper(mut child: Child) {
     });
 }
 
-/// Live (non-zombie) members of process group `pgid`, from /proc. Zombies are dead already;
-/// orphaned ones wait for init to reap them.
-fn group_members(pgid: i32) -> Vec<i32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.flatten()
-        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()))
-        .filter(|pid| {
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                return false;
-            };
-            let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-                return false;
-            };
-            let mut f = rest.split_whitespace();
-            let state = f.next().unwrap_or("Z");
-            let pgrp = f.nth(1).and_then(|g| g.parse::<i32>().ok());
-            pgrp == Some(pgid) && state != "Z" && state != "X"
-        })
-        .collect()
-}
-
 async fn stop_box(kern: &Path, name: &str, budget: Duration) {
-    if let Some(mut s) = stop_command(kern, name) {
+    if let Some(mut s) = spawn_stop(kern, name) {
         if tokio::time::timeout(budget, s.wait()).await.is_err() {
             end_helper(s);
         }
     }
-}
-
-pub fn kill_group(pgid: i32) {
-    if pgid > 1 {
-        // SAFETY: plain syscall; a vanished group just returns ESRCH.
-        unsafe {
-            libc::kill(-pgid, libc::SIGKILL);
-        }
-    }
-}
-
-fn group_alive(pgid: i32) -> bool {
-    pgid > 1 && !group_members(pgid).is_empty()
 }
 
 /// After a teardown: is anything of the box still alive? `None` when all is gone, else what
@@ -386,13 +338,13 @@ fn group_alive(pgid: i32) -> bool {
 async fn confirm_gone(kern: &Path, name: &str, pgid: i32) -> Option<String> {
     let mut left = Vec::new();
     for _ in 0..5 {
-        if !group_alive(pgid) {
+        if !boxes::group_alive(pgid) {
             break;
         }
-        kill_group(pgid);
+        boxes::kill_group(pgid);
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    if group_alive(pgid) {
+    if boxes::group_alive(pgid) {
         left.push(format!("processes in group {pgid} survived SIGKILL"));
     }
     match listed_by_kern(kern, name).await {
@@ -437,26 +389,5 @@ async fn listed_by_kern(kern: &Path, name: &str) -> Option<bool> {
             end_helper(ps);
             None
         }
-    }
-}
-
-/// Synchronous teardown for process exit: `kern stop` for every box in parallel (bounded), then
-/// SIGKILL to every group.
-pub fn teardown_all_blocking(boxes: Vec<(i32, String, PathBuf)>) {
-    let deadline = Instant::now() + Duration::from_millis(1500);
-    let mut stops: Vec<std::process::Child> = boxes
-        .iter()
-        .filter_map(|(_, name, kern)| stop_cmd(kern, name).spawn().ok())
-        .collect();
-    while !stops.is_empty() && Instant::now() < deadline {
-        stops.retain_mut(|c| !matches!(c.try_wait(), Ok(Some(_)) | Err(_)));
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    for mut c in stops {
-        let _ = c.kill();
-        let _ = c.wait();
-    }
-    for (pgid, _, _) in boxes {
-        kill_group(pgid);
     }
 }
