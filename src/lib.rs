@@ -8,6 +8,7 @@ mod boxes;
 mod cleanup;
 mod errors;
 mod fault;
+mod js_string;
 mod launch;
 mod locate;
 mod options;
@@ -16,6 +17,7 @@ mod session;
 mod snapshot;
 mod spawn;
 mod track;
+mod trim;
 mod workspace;
 
 pub use snapshot::{restore as restore_archive, snapshot as snapshot_archive};
@@ -30,8 +32,9 @@ use napi::Env;
 use napi_derive::napi;
 
 use errors::Error;
+use js_string::Text;
 use options::{Config, SandboxOptions};
-use output::{ChunkFn, Text};
+use output::ChunkFn;
 use session::{CallOptions, Outcome, Session};
 use spawn::{Cancel, StopReason};
 use track::FileInfo;

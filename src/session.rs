@@ -189,7 +189,7 @@ impl Session {
     }
 
     async fn shut(&self) {
-        crate::output::release_freed_memory();
+        crate::trim::release_freed_memory();
         let opened = self.state.lock().unwrap_or_else(|p| p.into_inner()).take();
         let calls: Vec<Arc<Cancel>> = self
             .calls
@@ -324,7 +324,7 @@ impl Session {
         let name = format!("jssbx-{}", random_hex(6));
         let track = self.cfg.track_files;
         let deps_wanted = self.cfg.deps_readonly && !setup;
-        crate::output::release_freed_memory();
+        crate::trim::release_freed_memory();
         let deps_readonly = deps_wanted
             && opened
                 .ws
