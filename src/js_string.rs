@@ -51,12 +51,20 @@ fn create_external_latin1() -> Option<CreateExternalLatin1> {
 }
 
 /// Finalizer of an external string: frees the capture (`hint` carries its capacity).
+///
+/// # Safety
+/// Only napi calls it, once, with the `data` and `hint` that [`external`] passed for a string it
+/// created: the pointer and capacity of a leaked `Vec<u8>`.
 unsafe extern "C" fn free_capture(_env: sys::napi_env, data: *mut c_void, hint: *mut c_void) {
     // SAFETY: `data` and `hint` are the pointer and capacity of the Vec leaked in `external`.
     trim::free_now(unsafe { Vec::from_raw_parts(data.cast::<u8>(), 0, hint as usize) });
 }
 
 /// Hands `bytes` to V8 without copying; on failure they come back for the copying path.
+///
+/// # Safety
+/// `env` is the live env of the current napi call, on its JS thread, and `create` is Node's
+/// `node_api_create_external_string_latin1`.
 unsafe fn external(
     env: sys::napi_env,
     create: CreateExternalLatin1,
@@ -66,7 +74,9 @@ unsafe fn external(
     let (data, len, cap) = (bytes.as_mut_ptr(), bytes.len(), bytes.capacity());
     let mut out = std::ptr::null_mut();
     let mut copied = false;
-    // On napi_ok the finalizer owns the buffer, also when Node copied it (then it already ran).
+    // SAFETY: the caller vouches for `env` and `create`; `data` is `len` valid bytes that stay put
+    // until the finalizer frees them. On napi_ok the finalizer owns the buffer, also when Node
+    // copied it (then it already ran); on failure it never runs and the bytes are still ours.
     let status = unsafe {
         create(
             env,
@@ -86,6 +96,8 @@ unsafe fn external(
 }
 
 impl ToNapiValue for Text {
+    /// # Safety
+    /// `env` is the live env napi-rs converts the call's result in, on its JS thread.
     unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
         let mut bytes = val.0;
         let mut out = std::ptr::null_mut();
@@ -93,6 +105,8 @@ impl ToNapiValue for Text {
             let text = String::from_utf8(bytes)
                 .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
             check_status!(
+                // SAFETY: `env` per this fn's contract; `text` is `len` valid UTF-8 bytes that V8
+                // copies before the call returns.
                 unsafe {
                     sys::napi_create_string_utf8(
                         env,
@@ -109,6 +123,7 @@ impl ToNapiValue for Text {
         }
         if (EXTERNAL_MIN..=EXTERNAL_MAX).contains(&bytes.len()) {
             if let Some(create) = create_external_latin1() {
+                // SAFETY: `env` per this fn's contract; `create` came from Node's symbol table.
                 match unsafe { external(env, create, bytes) } {
                     Ok(v) => return Ok(v),
                     Err(b) => bytes = b,
@@ -117,6 +132,8 @@ impl ToNapiValue for Text {
         }
         // ASCII is Latin-1: V8 copies it without decoding.
         check_status!(
+            // SAFETY: `env` per this fn's contract; `bytes` is `len` valid bytes that V8 copies
+            // before the call returns.
             unsafe {
                 sys::napi_create_string_latin1(
                     env,

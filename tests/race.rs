@@ -282,6 +282,8 @@ fn deny_openat2(errno: i32) {
         len: prog.len() as u16,
         filter: prog.as_mut_ptr(),
     };
+    // SAFETY: plain prctl calls; `fprog` and the program it points at outlive the call (the
+    // kernel copies the filter).
     unsafe {
         assert_eq!(
             libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0),
