@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::argv::{self, BoxSpec, DEPS_DIR, WORKSPACE};
+use crate::argv::{self, BoxSpec, WORKSPACE};
 use crate::cleanup;
 use crate::errors::{Error, Result};
 use crate::fault::{self, Ending, Fault};
@@ -14,7 +14,7 @@ use crate::options::{self, Config};
 use crate::output::ChunkFn;
 use crate::spawn::{self, Cancel, Launch, StopReason};
 use crate::track::{self, FileInfo, LiveIndex};
-use crate::workspace::Workspace;
+use crate::workspace::{Workspace, DEPS_DIR};
 
 /// Code longer than this goes through a workspace file instead of argv (ARG_MAX guard).
 const INLINE_CODE_MAX: usize = 128 * 1024;

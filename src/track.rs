@@ -16,9 +16,8 @@ use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
 use rustix::fs::{AtFlags, FileType, Stat};
 use rustix::io::Errno;
 
-use crate::argv::DEPS_DIR;
 use crate::errors::Result;
-use crate::workspace::{Entry, Workspace};
+use crate::workspace::{Entry, Workspace, DEPS_DIR};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Meta {

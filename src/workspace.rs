@@ -59,6 +59,10 @@ fn describe(what: &str, rel: &str, e: io::Error) -> Error {
     Error::sandbox(msg)
 }
 
+/// The directory in the workspace that `pip install` in `setup` fills: bound read-only into run
+/// boxes with `depsReadonly`, and left out of file tracking and `listFiles`.
+pub const DEPS_DIR: &str = ".deps";
+
 /// Without `maxBytes`, readFile refuses files larger than this: a Node Buffer holds at most 4 GiB.
 pub const MAX_READ: u64 = 4 << 30;
 
@@ -289,7 +293,7 @@ impl Workspace {
                     name: &name,
                     stat: &stat,
                 })?,
-                FileType::Directory if !(skip_deps && name == crate::argv::DEPS_DIR) => {
+                FileType::Directory if !(skip_deps && name == DEPS_DIR) => {
                     if depth >= MAX_DEPTH {
                         if !strict {
                             continue;
