@@ -13,6 +13,7 @@ mod launch;
 mod locate;
 mod options;
 mod output;
+mod pip;
 mod session;
 mod snapshot;
 mod spawn;

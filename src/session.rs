@@ -12,9 +12,10 @@ use crate::errors::{Error, Result};
 use crate::fault::{self, Ending, Fault};
 use crate::options::{self, Config};
 use crate::output::ChunkFn;
+use crate::pip;
 use crate::spawn::{self, Cancel, Launch, StopReason};
 use crate::track::{self, FileInfo, LiveIndex};
-use crate::workspace::{Workspace, DEPS_DIR};
+use crate::workspace::{self, Workspace};
 
 /// Code longer than this goes through a workspace file instead of argv (ARG_MAX guard).
 const INLINE_CODE_MAX: usize = 128 * 1024;
@@ -158,7 +159,7 @@ impl Session {
                     .map_err(|e| Error::io(format!("cannot create {}", p.display()), e))?;
                 Ok((p, true))
             }
-            Some(w) => user_workspace(w).map(|p| (p, false)),
+            Some(w) => workspace::user_workspace(w).map(|p| (p, false)),
         }
         .and_then(|(p, owned)| Ok((Workspace::open(&p)?, owned)));
         // Invalid env is reported by each call, as in 0.1.1; then there is nothing to write.
@@ -212,13 +213,7 @@ impl Session {
     }
 
     async fn run_setup(self: &Arc<Self>, setup: &str, sinks: CallOptions) -> Result<()> {
-        let trimmed = setup.trim();
-        let script = match trimmed.strip_prefix("pip install ") {
-            Some(rest) => format!(
-                "pip install --target {WORKSPACE}/{DEPS_DIR} --no-cache-dir --disable-pip-version-check {rest}"
-            ),
-            None => setup.to_string(),
-        };
+        let script = pip::setup_script(setup);
         let opts = CallOptions {
             timeout_s: Some(self.cfg.timeout_s.max(SETUP_MIN_TIMEOUT_S)),
             ..sinks
@@ -325,13 +320,7 @@ impl Session {
         let track = self.cfg.track_files;
         let deps_wanted = self.cfg.deps_readonly && !setup;
         crate::trim::release_freed_memory();
-        let deps_readonly = deps_wanted
-            && opened
-                .ws
-                .path()
-                .join(DEPS_DIR)
-                .symlink_metadata()
-                .is_ok_and(|m| m.is_dir());
+        let deps_readonly = deps_wanted && opened.ws.has_deps_dir();
         if track {
             opened
                 .track(move |live, ws| live.begin(ws, call_id))
@@ -500,27 +489,6 @@ impl Drop for CallGuard<'_> {
             .unwrap_or_else(|p| p.into_inner())
             .remove(&self.id);
     }
-}
-
-/// A caller-named workspace: absolute, created when missing, canonical, not sensitive.
-fn user_workspace(w: &Path) -> Result<PathBuf> {
-    let shown = w.display().to_string();
-    if !w.is_absolute() {
-        return Err(Error::mount(format!(
-            "workspace must be an absolute host path, got {shown:?}"
-        )));
-    }
-    std::fs::create_dir_all(w)
-        .map_err(|e| Error::io(format!("cannot create the workspace {shown:?}"), e))?;
-    let real = std::fs::canonicalize(w)
-        .map_err(|_| Error::mount(format!("workspace does not exist: {shown:?}")))?;
-    options::check_source_not_sensitive(&real)?;
-    if real.as_os_str().as_encoded_bytes().contains(&b':') {
-        return Err(Error::mount(format!(
-            "workspace path contains ':': {shown:?}"
-        )));
-    }
-    Ok(real)
 }
 
 /// A 0600 file, created fresh (never through an existing entry).
