@@ -5,6 +5,7 @@
 
 mod argv;
 mod boxes;
+mod cancel;
 mod cleanup;
 mod errors;
 mod fault;
@@ -24,7 +25,7 @@ mod workspace;
 pub use snapshot::{restore as restore_archive, snapshot as snapshot_archive};
 pub use workspace::Workspace;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -37,7 +38,6 @@ use js_string::Text;
 use options::{Config, SandboxOptions};
 use output::ChunkFn;
 use session::{CallOptions, Outcome, Session};
-use spawn::{Cancel, StopReason};
 use track::FileInfo;
 
 /// Per-call options that are plain data (callbacks travel as separate arguments).
@@ -133,8 +133,6 @@ fn nonnegative_bytes(v: Option<f64>, what: &str) -> napi::Result<Option<u64>> {
 #[napi]
 pub struct NativeSandbox {
     inner: Arc<Session>,
-    /// Cancellation handles by the JS call id, registered synchronously before the work starts.
-    calls: Arc<Mutex<HashMap<u32, Arc<Cancel>>>>,
 }
 
 #[napi]
@@ -145,7 +143,6 @@ impl NativeSandbox {
         let env_id = hook_env(&env);
         Ok(NativeSandbox {
             inner: Arc::new(Session::new(cfg, env_id)),
-            calls: Default::default(),
         })
     }
 
@@ -189,34 +186,17 @@ impl NativeSandbox {
         call: NativeCallOptions,
         on_stdout: Option<ChunkFn>,
         on_stderr: Option<ChunkFn>,
-    ) -> napi::Result<(CallOptions, Option<u32>)> {
+    ) -> napi::Result<CallOptions> {
         let timeout_s = call.timeout_s.map(options::check_timeout).transpose()?;
-        let cancel = call.call_id.map(|id| {
-            let c = Arc::new(Cancel::default());
-            self.calls
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(id, c.clone());
-            c
-        });
-        Ok((
-            CallOptions {
-                timeout_s,
-                on_stdout,
-                on_stderr,
-                cancel,
-            },
-            call.call_id,
-        ))
+        Ok(CallOptions {
+            timeout_s,
+            on_stdout,
+            on_stderr,
+            call: call.call_id.map(|id| self.inner.register_call(id)),
+        })
     }
 
-    fn finish_call(calls: &Mutex<HashMap<u32, Arc<Cancel>>>, id: Option<u32>) {
-        if let Some(id) = id {
-            calls.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
-        }
-    }
-
-    /// One box call as a promise: per-call options set up first, the cancel id released after.
+    /// One box call as a promise, its per-call options set up first.
     fn box_call<'e, F, Fut>(
         &self,
         env: &'e Env,
@@ -228,13 +208,12 @@ impl NativeSandbox {
         F: 'static + Send + FnOnce(Arc<Session>, CallOptions) -> Fut,
         Fut: 'static + Send + std::future::Future<Output = errors::Result<Outcome>>,
     {
-        let (opts, id) = self.call_options(call, sinks.0, sinks.1)?;
-        let (s, calls) = (self.inner.clone(), self.calls.clone());
-        promise(env, async move {
-            let r = work(s, opts).await;
-            Self::finish_call(&calls, id);
-            r.map(NativeResult::from)
-        })
+        let opts = self.call_options(call, sinks.0, sinks.1)?;
+        let s = self.inner.clone();
+        promise(
+            env,
+            async move { work(s, opts).await.map(NativeResult::from) },
+        )
     }
 
     #[napi(ts_return_type = "Promise<NativeResult>")]
@@ -269,14 +248,7 @@ impl NativeSandbox {
     /// Aborts the call registered under `call_id`, tearing its box down like a timeout.
     #[napi]
     pub fn cancel(&self, call_id: u32) {
-        if let Some(c) = self
-            .calls
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&call_id)
-        {
-            c.fire(StopReason::Aborted);
-        }
+        self.inner.abort(call_id);
     }
 
     #[napi(ts_return_type = "Promise<void>")]

@@ -1,19 +1,19 @@
 //! A sandbox session: its workspace, its private directory, and the calls that run boxes in it.
 
-use std::collections::HashMap;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::argv::{self, BoxSpec, WORKSPACE};
+use crate::cancel::{Call, Calls, StopReason};
 use crate::cleanup;
 use crate::errors::{Error, Result};
 use crate::fault::{self, Ending, Fault};
 use crate::options::{self, Config};
 use crate::output::ChunkFn;
 use crate::pip;
-use crate::spawn::{self, Cancel, Launch, StopReason};
+use crate::spawn::{self, Launch};
 use crate::track::{self, FileInfo, LiveIndex};
 use crate::workspace::{self, Workspace};
 
@@ -39,7 +39,8 @@ pub struct CallOptions {
     pub timeout_s: Option<f64>,
     pub on_stdout: Option<ChunkFn>,
     pub on_stderr: Option<ChunkFn>,
-    pub cancel: Option<Arc<Cancel>>,
+    /// Registered up front when JS may abort the call; else the call registers itself.
+    pub call: Option<Call>,
 }
 
 /// What a call produced; the binding turns it into an `ExecutionResult`.
@@ -59,8 +60,8 @@ pub struct Session {
     state: Mutex<Option<Arc<Opened>>>,
     /// Serialises open/close against each other.
     lifecycle: tokio::sync::Mutex<()>,
-    /// Cancellation handles of the calls in flight, so close() can stop them.
-    calls: Mutex<HashMap<u64, Arc<Cancel>>>,
+    /// The calls in flight, so close() and AbortSignals can stop them.
+    calls: Arc<Calls>,
 }
 
 fn random_hex(bytes: usize) -> String {
@@ -87,7 +88,7 @@ impl Session {
             env_id,
             state: Mutex::new(None),
             lifecycle: tokio::sync::Mutex::new(()),
-            calls: Mutex::new(HashMap::new()),
+            calls: Default::default(),
         }
     }
 
@@ -192,16 +193,7 @@ impl Session {
     async fn shut(&self) {
         crate::trim::release_freed_memory();
         let opened = self.state.lock().unwrap_or_else(|p| p.into_inner()).take();
-        let calls: Vec<Arc<Cancel>> = self
-            .calls
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .cloned()
-            .collect();
-        for c in calls {
-            c.fire(StopReason::Closed);
-        }
+        self.calls.close_all();
         if let Some(o) = opened {
             let _ = blocking(move || {
                 remove_private(&o.private);
@@ -306,15 +298,11 @@ impl Session {
         }
         let opened = self.opened()?;
         let timeout_s = opts.timeout_s.unwrap_or(self.cfg.timeout_s);
-        let cancel = opts.cancel.unwrap_or_default();
-        if cancel.reason().is_some() {
-            return Err(Error::Aborted);
+        let call = opts.call.unwrap_or_else(|| self.calls.register(None));
+        if let Some(why) = call.cancel.reason() {
+            return Err(stop_error(why));
         }
-        let call_id = self.register_call(&cancel);
-        let _unregister = CallGuard {
-            session: self,
-            id: call_id,
-        };
+        let call_id = call.id();
 
         let name = format!("jssbx-{}", random_hex(6));
         let track = self.cfg.track_files;
@@ -353,7 +341,7 @@ impl Session {
             timeout: Duration::from_secs_f64(timeout_s),
             on_stdout: opts.on_stdout,
             on_stderr: opts.on_stderr,
-            cancel: &cancel,
+            cancel: &call.cancel,
             env_id: self.env_id,
         })
         .await;
@@ -364,14 +352,8 @@ impl Session {
             Ok(Vec::new())
         };
         let run = run?;
-        match run.stopped {
-            Some(StopReason::Aborted) => return Err(Error::Aborted),
-            Some(StopReason::Closed) => {
-                return Err(Error::sandbox(
-                    "the sandbox was closed while the call was running",
-                ))
-            }
-            None => {}
+        if let Some(why) = run.stopped {
+            return Err(stop_error(why));
         }
         let fault = fault::classify(&Ending {
             exit_code: run.exit_code,
@@ -392,15 +374,15 @@ impl Session {
         })
     }
 
-    fn register_call(&self, cancel: &Arc<Cancel>) -> u64 {
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static NEXT: AtomicU64 = AtomicU64::new(1);
-        let id = NEXT.fetch_add(1, Ordering::Relaxed);
-        self.calls
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(id, cancel.clone());
-        id
+    /// Registers a call JS may abort under `js_id`, before any of its async work starts, so an
+    /// abort that arrives right after the call begins is never lost.
+    pub fn register_call(&self, js_id: u32) -> Call {
+        self.calls.register(Some(js_id))
+    }
+
+    /// Aborts the call JS registered under `js_id`, tearing its box down like a timeout.
+    pub fn abort(&self, js_id: u32) {
+        self.calls.abort(js_id);
     }
 
     pub async fn write_file(&self, rel: String, data: Vec<u8>) -> Result<()> {
@@ -476,18 +458,11 @@ impl Drop for Forget {
     }
 }
 
-struct CallGuard<'a> {
-    session: &'a Session,
-    id: u64,
-}
-
-impl Drop for CallGuard<'_> {
-    fn drop(&mut self) {
-        self.session
-            .calls
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&self.id);
+/// The error a call that was stopped early rejects with.
+fn stop_error(why: StopReason) -> Error {
+    match why {
+        StopReason::Aborted => Error::Aborted,
+        StopReason::Closed => Error::sandbox("the sandbox was closed while the call was running"),
     }
 }
 

@@ -9,16 +9,16 @@ use std::ffi::OsString;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{mpsc, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 use tokio::process::{Child, Command};
-use tokio::sync::{oneshot, watch, Notify};
+use tokio::sync::{oneshot, watch};
 
 use crate::boxes;
+use crate::cancel::{Cancel, StopReason};
 use crate::errors::{Error, Result};
 use crate::fault::Started;
 use crate::launch::{self, Reaper, Spawned};
@@ -37,49 +37,6 @@ const DRAIN_AFTER_KILL: Duration = Duration::from_millis(300);
 /// After kern exits, how long its pipes may stay open (held by a stray process) before we stop
 /// reading them.
 const DRAIN_BUDGET: Duration = Duration::from_millis(2000);
-
-/// Why a call is being torn down early.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StopReason {
-    Aborted = 1,
-    Closed = 2,
-}
-
-/// A cancellation flag a call can await.
-#[derive(Default)]
-pub struct Cancel {
-    reason: AtomicU8,
-    notify: Notify,
-}
-
-impl Cancel {
-    pub fn fire(&self, why: StopReason) {
-        let _ = self
-            .reason
-            .compare_exchange(0, why as u8, Ordering::AcqRel, Ordering::Acquire);
-        self.notify.notify_waiters();
-    }
-
-    pub fn reason(&self) -> Option<StopReason> {
-        match self.reason.load(Ordering::Acquire) {
-            1 => Some(StopReason::Aborted),
-            2 => Some(StopReason::Closed),
-            _ => None,
-        }
-    }
-
-    pub async fn fired(&self) {
-        loop {
-            let notified = self.notify.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.reason().is_some() {
-                return;
-            }
-            notified.await;
-        }
-    }
-}
 
 pub struct Launch<'a> {
     pub kern: &'a Path,
