@@ -6,14 +6,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::argv::{self, BoxSpec, WORKSPACE};
-use crate::cancel::{Call, Calls, StopReason};
+use crate::cancel::{Call, Calls, Cancel, StopReason};
 use crate::cleanup;
 use crate::errors::{Error, Result};
 use crate::fault::{self, Ending, Fault};
 use crate::options::{self, Config};
 use crate::output::ChunkFn;
 use crate::pip;
-use crate::spawn::{self, Launch};
+use crate::spawn::{self, BoxRun, Launch};
 use crate::track::{self, FileInfo, LiveIndex};
 use crate::workspace::{self, Workspace};
 
@@ -279,12 +279,43 @@ impl Session {
         result
     }
 
+    /// One box call: checks first, then the box inside its file-change window, then the result.
     async fn exec(
         self: &Arc<Self>,
         command: Vec<String>,
         opts: CallOptions,
         setup: bool,
     ) -> Result<Outcome> {
+        self.check_call(&command)?;
+        let opened = self.opened()?;
+        let timeout_s = opts.timeout_s.unwrap_or(self.cfg.timeout_s);
+        let call = opts.call.unwrap_or_else(|| self.calls.register(None));
+        if let Some(why) = call.cancel.reason() {
+            return Err(stop_error(why));
+        }
+        crate::trim::release_freed_memory();
+        let window = if self.cfg.track_files {
+            Some(FileWindow::open(&opened, call.id()).await?)
+        } else {
+            None
+        };
+        let sinks = (opts.on_stdout, opts.on_stderr);
+        let run = self
+            .run_in_box(&opened, &command, setup, timeout_s, sinks, &call.cancel)
+            .await;
+        let files = match window {
+            Some(w) => w.close().await,
+            None => Ok(Vec::new()),
+        };
+        let run = run?;
+        if let Some(why) = run.stopped {
+            return Err(stop_error(why));
+        }
+        Ok(outcome(run, timeout_s, files.unwrap_or_default()))
+    }
+
+    /// What fails a call before any box starts: a bad command, or an `env` option that was invalid.
+    fn check_call(&self, command: &[String]) -> Result<()> {
         if command.is_empty() {
             return Err(Error::sandbox("run() needs a non-empty command array"));
         }
@@ -296,82 +327,42 @@ impl Session {
         if let Err(e) = &self.cfg.env_file {
             return Err(Error::Sandbox(e.clone()));
         }
-        let opened = self.opened()?;
-        let timeout_s = opts.timeout_s.unwrap_or(self.cfg.timeout_s);
-        let call = opts.call.unwrap_or_else(|| self.calls.register(None));
-        if let Some(why) = call.cancel.reason() {
-            return Err(stop_error(why));
-        }
-        let call_id = call.id();
+        Ok(())
+    }
 
+    /// Runs `command` in a fresh box of this session, until it ends, times out or is stopped.
+    async fn run_in_box(
+        &self,
+        opened: &Opened,
+        command: &[String],
+        setup: bool,
+        timeout_s: f64,
+        (on_stdout, on_stderr): (Option<ChunkFn>, Option<ChunkFn>),
+        cancel: &Cancel,
+    ) -> Result<BoxRun> {
         let name = format!("jssbx-{}", random_hex(6));
-        let track = self.cfg.track_files;
-        let deps_wanted = self.cfg.deps_readonly && !setup;
-        crate::trim::release_freed_memory();
-        let deps_readonly = deps_wanted && opened.ws.has_deps_dir();
-        if track {
-            opened
-                .track(move |live, ws| live.begin(ws, call_id))
-                .await?;
-        }
-        // A call that fails or panics before finishing must not keep collecting changes.
-        let _forget = track.then(|| Forget {
-            opened: opened.clone(),
-            call: call_id,
-        });
-
-        let args = argv::box_argv(
-            &self.cfg,
-            &BoxSpec {
-                name: &name,
-                workspace: opened.ws.path(),
-                deps_readonly,
-                timeout_s,
-                setup,
-                env_file: Some(&opened.env_file),
-                command: &command,
-            },
-        );
-        let run = spawn::run_box(Launch {
+        let spec = BoxSpec {
+            name: &name,
+            workspace: opened.ws.path(),
+            deps_readonly: self.cfg.deps_readonly && !setup && opened.ws.has_deps_dir(),
+            timeout_s,
+            setup,
+            env_file: Some(&opened.env_file),
+            command,
+        };
+        spawn::run_box(Launch {
             kern: &self.cfg.kern,
             name: &name,
-            args,
+            args: argv::box_argv(&self.cfg, &spec),
             enforce_limits: self.cfg.enforce_limits,
             cap: self.cfg.max_output,
             timeout: Duration::from_secs_f64(timeout_s),
-            on_stdout: opts.on_stdout,
-            on_stderr: opts.on_stderr,
-            cancel: &call.cancel,
+            on_stdout,
+            on_stderr,
+            cancel,
             env_id: self.env_id,
         })
-        .await;
-
-        let files = if track {
-            opened.track(move |live, ws| live.finish(ws, call_id)).await
-        } else {
-            Ok(Vec::new())
-        };
-        let run = run?;
-        if let Some(why) = run.stopped {
-            return Err(stop_error(why));
-        }
-        let fault = fault::classify(&Ending {
-            exit_code: run.exit_code,
-            timed_out: run.timed_out,
-            timeout_s,
-            started: run.started,
-            stderr: &run.stderr.bytes,
-            survivors: run.survivors,
-        });
-        Ok(Outcome {
-            truncated: run.stdout.truncated || run.stderr.truncated,
-            stdout: run.stdout.bytes,
-            stderr: run.stderr.bytes,
-            exit_code: run.exit_code,
-            duration: run.duration,
-            fault,
-            files: files.unwrap_or_default(),
-        })
+        .await
     }
 
     /// Registers a call JS may abort under `js_id`, before any of its async work starts, so an
@@ -439,12 +430,33 @@ impl Opened {
     }
 }
 
-struct Forget {
+/// One call's window on the workspace's file changes. Dropped before [`FileWindow::close`] (the
+/// call failed or panicked), it stops collecting them.
+struct FileWindow {
     opened: Arc<Opened>,
     call: u64,
 }
 
-impl Drop for Forget {
+impl FileWindow {
+    /// Brings the file index up to date and starts collecting changes for `call`.
+    async fn open(opened: &Arc<Opened>, call: u64) -> Result<FileWindow> {
+        opened.track(move |live, ws| live.begin(ws, call)).await?;
+        Ok(FileWindow {
+            opened: opened.clone(),
+            call,
+        })
+    }
+
+    /// The files the call created or modified.
+    async fn close(self) -> Result<Vec<FileInfo>> {
+        let call = self.call;
+        self.opened
+            .track(move |live, ws| live.finish(ws, call))
+            .await
+    }
+}
+
+impl Drop for FileWindow {
     fn drop(&mut self) {
         if let Some(live) = self
             .opened
@@ -455,6 +467,27 @@ impl Drop for Forget {
         {
             live.abandon(self.call);
         }
+    }
+}
+
+/// A finished box as the call's result, with its ending classified.
+fn outcome(run: BoxRun, timeout_s: f64, files: Vec<FileInfo>) -> Outcome {
+    let fault = fault::classify(&Ending {
+        exit_code: run.exit_code,
+        timed_out: run.timed_out,
+        timeout_s,
+        started: run.started,
+        stderr: &run.stderr.bytes,
+        survivors: run.survivors,
+    });
+    Outcome {
+        truncated: run.stdout.truncated || run.stderr.truncated,
+        stdout: run.stdout.bytes,
+        stderr: run.stderr.bytes,
+        exit_code: run.exit_code,
+        duration: run.duration,
+        fault,
+        files,
     }
 }
 
