@@ -26,7 +26,6 @@ pub struct Opened {
     pub ws: Workspace,
     /// `<tmp>/kern-sbx-<pid>-<rand>`, mode 0700: the env file, and the workspace when we own it.
     private: PathBuf,
-    owns_workspace: bool,
     /// The env file every box of the session reads (written once, at open).
     env_file: PathBuf,
     /// Built by the first call that tracks files.
@@ -158,11 +157,11 @@ impl Session {
                     .mode(0o755)
                     .create(&p)
                     .map_err(|e| Error::io(format!("cannot create {}", p.display()), e))?;
-                Ok((p, true))
+                Ok(p)
             }
-            Some(w) => workspace::user_workspace(w).map(|p| (p, false)),
+            Some(w) => workspace::user_workspace(w),
         }
-        .and_then(|(p, owned)| Ok((Workspace::open(&p)?, owned)));
+        .and_then(|p| Workspace::open(&p));
         // Invalid env is reported by each call, as in 0.1.1; then there is nothing to write.
         let env_file = private.join("env");
         let ws = ws.and_then(|w| match &self.cfg.env_file {
@@ -170,10 +169,9 @@ impl Session {
             Err(_) => Ok(w),
         });
         match ws {
-            Ok((ws, owns_workspace)) => Ok(Opened {
+            Ok(ws) => Ok(Opened {
                 ws,
                 private,
-                owns_workspace,
                 env_file,
                 files: Mutex::new(None),
             }),
@@ -197,7 +195,6 @@ impl Session {
         if let Some(o) = opened {
             let _ = blocking(move || {
                 remove_private(&o.private);
-                debug_assert!(o.owns_workspace || !o.ws.path().starts_with(&o.private));
                 Ok(())
             })
             .await;
@@ -407,7 +404,7 @@ impl Session {
 impl Opened {
     fn live_index<T>(&self, f: impl FnOnce(&mut LiveIndex, &Workspace) -> T) -> T {
         let mut g = self.files.lock().unwrap_or_else(|p| p.into_inner());
-        f(g.get_or_insert_with(|| LiveIndex::new(true)), &self.ws)
+        f(g.get_or_insert_with(LiveIndex::new), &self.ws)
     }
 
     /// Runs a step on the file index: in place when it is a few syscalls, else off the async
