@@ -3,11 +3,11 @@
 //!
 //! kern runs in a process group of its own (see `launch`), so its pgid names the whole box.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// How long exit-time teardown waits for `kern stop` before killing the groups outright.
@@ -20,14 +20,10 @@ struct LiveBox {
     kern: PathBuf,
 }
 
-fn live() -> &'static Mutex<HashMap<u64, LiveBox>> {
-    static LIVE: OnceLock<Mutex<HashMap<u64, LiveBox>>> = OnceLock::new();
-    LIVE.get_or_init(Default::default)
-}
+static LIVE: Mutex<BTreeMap<u64, LiveBox>> = Mutex::new(BTreeMap::new());
 
-fn with<T>(f: impl FnOnce(&mut HashMap<u64, LiveBox>) -> T) -> T {
-    let mut g = live().lock().unwrap_or_else(|p| p.into_inner());
-    f(&mut g)
+fn with<T>(f: impl FnOnce(&mut BTreeMap<u64, LiveBox>) -> T) -> T {
+    f(&mut LIVE.lock().unwrap_or_else(|p| p.into_inner()))
 }
 
 /// Unregisters its box when the call ends.

@@ -6,9 +6,9 @@
 //! SIGKILLed Node cannot run hooks: PDEATHSIG takes kern down, and the next `open()` reclaims
 //! session directories whose owning process is gone (the owner's pid is in the name).
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
 use crate::boxes;
 
@@ -16,14 +16,10 @@ use crate::boxes;
 pub const SESSION_PREFIX: &str = "kern-sbx-";
 
 /// Owned session directories and the napi env of each.
-fn dirs() -> &'static Mutex<HashMap<PathBuf, usize>> {
-    static DIRS: OnceLock<Mutex<HashMap<PathBuf, usize>>> = OnceLock::new();
-    DIRS.get_or_init(Default::default)
-}
+static DIRS: Mutex<BTreeMap<PathBuf, usize>> = Mutex::new(BTreeMap::new());
 
-fn with<T>(f: impl FnOnce(&mut HashMap<PathBuf, usize>) -> T) -> T {
-    let mut g = dirs().lock().unwrap_or_else(|p| p.into_inner());
-    f(&mut g)
+fn with<T>(f: impl FnOnce(&mut BTreeMap<PathBuf, usize>) -> T) -> T {
+    f(&mut DIRS.lock().unwrap_or_else(|p| p.into_inner()))
 }
 
 pub fn track_dir(env: usize, dir: &Path) {
