@@ -192,6 +192,18 @@ function fromNative(e, signal) {
   return e
 }
 
+/** Calls into the native side; what it throws, or its promise rejects with, maps onto our classes.
+ * Methods await the promise, so they still show in async stack traces. */
+function callNative(call) {
+  let r
+  try {
+    r = call()
+  } catch (e) {
+    throw fromNative(e)
+  }
+  return r instanceof Promise ? r.then(undefined, (e) => { throw fromNative(e) }) : r
+}
+
 /** A short, safe rendering of any value for messages (BigInt and Symbol included). */
 function show(v) {
   if (typeof v === 'string') return JSON.stringify(v.length > 60 ? v.slice(0, 60) + '...' : v)
@@ -363,11 +375,7 @@ class Sandbox {
     checkCallback('onStderr', opts.onStderr)
     this.onStdout = opts.onStdout ?? null
     this.onStderr = opts.onStderr ?? null
-    try {
-      this.#native = new NativeSandbox(nativeOptions(opts))
-    } catch (e) {
-      throw fromNative(e)
-    }
+    this.#native = callNative(() => new NativeSandbox(nativeOptions(opts)))
   }
 
   /** The host path of the open workspace (null until open()). */
@@ -377,11 +385,7 @@ class Sandbox {
 
   /** Creates or checks the workspace and runs `setup`. Resolves to this sandbox. */
   async open() {
-    try {
-      await this.#native.open(chunkSink(this.onStdout), chunkSink(this.onStderr))
-    } catch (e) {
-      throw fromNative(e)
-    }
+    await callNative(() => this.#native.open(chunkSink(this.onStdout), chunkSink(this.onStderr)))
     return this
   }
 
@@ -450,34 +454,21 @@ class Sandbox {
     opts = optionsBag('kernel', opts)
     const timeoutS = opts.timeoutS ?? this.timeoutS
     if (typeof timeoutS !== 'number') throw new SandboxError('timeoutS must be a positive number of seconds')
-    let native
-    try {
-      native = await this.#native.kernel(timeoutS)
-    } catch (e) {
-      throw fromNative(e)
-    }
+    const native = await callNative(() => this.#native.kernel(timeoutS))
     return new Kernel(native, this, (callId) => this.#native.cancel(callId))
   }
 
   /** Writes a Buffer or string to a workspace-relative path (contained, regular files only). */
   async writeFile(path, data) {
     checkPath('path', path)
-    try {
-      await this.#native.writeFile(path, toBytes(data))
-    } catch (e) {
-      throw fromNative(e)
-    }
+    await callNative(() => this.#native.writeFile(path, toBytes(data)))
   }
 
   /** Reads a workspace-relative path; `maxBytes` refuses larger files without reading them. */
   async readFile(path, opts = {}) {
     checkPath('path', path)
     const maxBytes = bytesOption('readFile', opts)
-    try {
-      return await this.#native.readFile(path, maxBytes)
-    } catch (e) {
-      throw fromNative(e)
-    }
+    return await callNative(() => this.#native.readFile(path, maxBytes))
   }
 
   /** Regular files under the workspace (or `subdir`), `.deps` excluded. */
@@ -495,11 +486,7 @@ class Sandbox {
   snapshot(dest, opts = {}) {
     checkPath('dest', dest)
     const maxBytes = bytesOption('snapshot', opts)
-    try {
-      this.#native.snapshot(dest, maxBytes)
-    } catch (e) {
-      throw fromNative(e)
-    }
+    callNative(() => this.#native.snapshot(dest, maxBytes))
   }
 
   /** Extracts a checkpoint into the workspace, refusing anything but plain files and
@@ -507,11 +494,7 @@ class Sandbox {
   restore(src, opts = {}) {
     checkPath('src', src)
     const maxBytes = bytesOption('restore', opts)
-    try {
-      this.#native.restore(src, maxBytes)
-    } catch (e) {
-      throw fromNative(e)
-    }
+    callNative(() => this.#native.restore(src, maxBytes))
   }
 }
 

@@ -48,7 +48,13 @@ test('argv: defaults, exact order', { skip: STANDIN_ONLY }, async () => {
       '--timeout', '35', '--memory', '512m', '--pids-limit', '256', '--cap-drop', 'ALL',
       '--env-file', '<ENVFILE>',
     ])
-    assert.deepEqual(command, ['python3', '-c', 'print(1)'])
+    // Python goes through the rich-result runner, as in 0.1.23: the code is in a workspace file.
+    assert.equal(command.length, 2)
+    assert.equal(command[0], 'python3')
+    assert.match(command[1], /^\/workspace\/\.run-[0-9a-f]{8}\.py$/)
+    const bash = await sbx.runCode('echo 1', { language: 'bash' })
+    assert.equal(bash.stdout, '1\n')
+    assert.deepEqual(parseBox(rec.boxCalls()[1]).command, ['sh', '-c', 'echo 1'])
   } finally {
     await sbx.close()
   }

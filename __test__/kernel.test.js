@@ -282,12 +282,14 @@ test('close() returns once the box is gone; a closed kernel rejects with Sandbox
 
 test('close() during a running cell stops it; queued cells reject', async () => {
   const kk = await sbx.kernel()
-  const running = kk.runCode('import time\nprint("go", flush=True)\ntime.sleep(60)')
-  const queued = kk.runCode('1')
-  await waitFor(() => false, 300)
+  let started
+  const going = new Promise((resolve) => (started = resolve))
+  const running = assert.rejects(kk.runCode('import time\nprint("go", flush=True)\ntime.sleep(60)', { onStdout: started }), SandboxError)
+  const queued = assert.rejects(kk.runCode('1'), SandboxError)
+  await going
   await kk.close()
-  await assert.rejects(running, SandboxError)
-  await assert.rejects(queued, SandboxError)
+  await running
+  await queued
 })
 
 test('Symbol.asyncDispose closes the kernel', async () => {

@@ -280,7 +280,7 @@ test('a terminated worker thread takes its boxes and temp workspace along; the m
     `const kern = require(${JSON.stringify(require('./helpers').repo)})`,
     'new kern.Sandbox({ timeoutS: 60 }).open().then((s) => {',
     '  parentPort.postMessage(s.workspacePath)',
-    `  s.runCode(${JSON.stringify(`# ${marker}\nimport time\ntime.sleep(60)`)}).catch(() => {})`,
+    `  s.run(['python3', '-c', ${JSON.stringify(`# ${marker}\nimport time\ntime.sleep(60)`)}]).catch(() => {})`,
     '})',
   ].join('\n')
   const r = await runNode(

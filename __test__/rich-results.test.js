@@ -48,6 +48,29 @@ test('a multi-line trailing expression and non-ASCII text', async () => {
   assert.equal(r.results[0].text, "({'ü': 'ß'}, '日本')")
 })
 
+test('the trailing expression is found however the cell is laid out', async () => {
+  const cases = [
+    ['a = 1; a + 1', '2'],
+    ['x = 5\n# a comment\n\nx  # trailing comment\n', '5'],
+    ['s = """\nx\n"""\nlen(s)', '3'],
+    ['s = """\n1\n"""', null],
+    ['def f():\n    return 7\n\n@staticmethod\ndef g():\n    pass\nf()', '7'],
+    ['v = [\n1,\n2\n]\nsum(v)', '3'],
+    ['v = (1 +\n2)', null],
+    ['if True:\n    q = 1\nelse:\n    q = 2\nq', '1'],
+    ['t = 1 + \\\n2\nt', '3'],
+    ['(\n  "a",\n  "b",\n)', "('a', 'b')"],
+  ]
+  for (const [code, want] of cases) {
+    const r = await sbx.runCode(code)
+    assert.equal(r.exitCode, 0, `${JSON.stringify(code)}: ${r.stderr}`)
+    assert.deepEqual(r.results.map((x) => x.text), want === null ? [] : [want], JSON.stringify(code))
+  }
+  // Line numbers in a traceback from the trailing expression are the cell's own.
+  const e = await sbx.runCode('x = 1\n\n\n1 / 0')
+  assert.match(e.stderr, /\.cell-[0-9a-f]{8}\.py", line 4, in <module>/)
+})
+
 test('results is [] for bash, node and run(), and with trackFiles: false', async () => {
   assert.deepEqual((await sbx.runCode('echo 1', { language: 'bash' })).results, [])
   assert.deepEqual((await sbx.run(['python3', '-c', '1 + 1'])).results, [])

@@ -4,9 +4,10 @@ use std::ffi::OsString;
 use std::path::Path;
 
 use crate::options::Config;
+use crate::workspace::DEPS_DIR;
 
+/// Where the workspace is mounted in the box.
 pub const WORKSPACE: &str = "/workspace";
-pub const DEPS_DIR: &str = ".deps";
 /// kern's own `--timeout` is a backstop a little past the binding's deadline.
 const BACKSTOP_GRACE_S: u64 = 5;
 

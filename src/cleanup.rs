@@ -1,103 +1,51 @@
 //! What must not outlive the Node process: running boxes and the session directories we own.
 //!
-//! Live boxes and owned directories are registered here per napi env. An env cleanup hook (normal
-//! exit, `process.exit`, worker teardown) stops that env's boxes and removes its directories. A
+//! Session directories are registered here per napi env; running boxes in `boxes`. When an env
+//! goes away (its cleanup hook: normal exit, worker teardown; or index.js's `process.on('exit')`,
+//! since `process.exit()` skips the hooks) its boxes are stopped and its directories removed. A
 //! SIGKILLed Node cannot run hooks: PDEATHSIG takes kern down, and the next `open()` reclaims
 //! session directories whose owning process is gone (the owner's pid is in the name).
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
-use crate::spawn;
+use crate::boxes;
 
 /// Session directories are `<tmp>/kern-sbx-<pid>-<random>`.
 pub const SESSION_PREFIX: &str = "kern-sbx-";
 
-struct LiveBox {
-    env: usize,
-    pgid: i32,
-    name: String,
-    kern: PathBuf,
-}
+/// Owned session directories and the napi env of each.
+static DIRS: Mutex<BTreeMap<PathBuf, usize>> = Mutex::new(BTreeMap::new());
 
-#[derive(Default)]
-struct Registry {
-    boxes: HashMap<u64, LiveBox>,
-    dirs: HashMap<PathBuf, usize>,
-}
-
-fn registry() -> &'static Mutex<Registry> {
-    static R: OnceLock<Mutex<Registry>> = OnceLock::new();
-    R.get_or_init(Default::default)
-}
-
-fn with<T>(f: impl FnOnce(&mut Registry) -> T) -> T {
-    let mut g = registry().lock().unwrap_or_else(|p| p.into_inner());
-    f(&mut g)
-}
-
-/// Unregisters its box when the call ends.
-pub struct BoxGuard(u64);
-
-impl Drop for BoxGuard {
-    fn drop(&mut self) {
-        with(|r| r.boxes.remove(&self.0));
-    }
-}
-
-pub fn track_box(env: usize, pgid: i32, name: &str, kern: &Path) -> BoxGuard {
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    let id = NEXT.fetch_add(1, Ordering::Relaxed);
-    let b = LiveBox {
-        env,
-        pgid,
-        name: name.to_string(),
-        kern: kern.to_path_buf(),
-    };
-    with(|r| r.boxes.insert(id, b));
-    BoxGuard(id)
+fn with<T>(f: impl FnOnce(&mut BTreeMap<PathBuf, usize>) -> T) -> T {
+    f(&mut DIRS.lock().unwrap_or_else(|p| p.into_inner()))
 }
 
 pub fn track_dir(env: usize, dir: &Path) {
-    with(|r| r.dirs.insert(dir.to_path_buf(), env));
+    with(|d| d.insert(dir.to_path_buf(), env));
 }
 
 pub fn untrack_dir(dir: &Path) {
-    with(|r| r.dirs.remove(dir));
+    with(|d| d.remove(dir));
 }
 
-/// The env cleanup hook: stop this env's boxes, then remove its directories.
+/// An env is going away: stop its boxes, then remove its directories.
 pub fn on_env_exit(env: usize) {
-    let (boxes, dirs) = with(|r| {
-        let ids: Vec<u64> = r
-            .boxes
-            .iter()
-            .filter(|(_, b)| b.env == env)
-            .map(|(id, _)| *id)
-            .collect();
-        let boxes: Vec<_> = ids
-            .into_iter()
-            .filter_map(|id| r.boxes.remove(&id))
-            .map(|b| (b.pgid, b.name, b.kern))
-            .collect();
-        let dirs: Vec<PathBuf> = r
-            .dirs
+    boxes::stop_all_blocking(env);
+    let gone: Vec<PathBuf> = with(|d| {
+        let gone: Vec<PathBuf> = d
             .iter()
             .filter(|(_, e)| **e == env)
-            .map(|(d, _)| d.clone())
+            .map(|(p, _)| p.clone())
             .collect();
-        for d in &dirs {
-            r.dirs.remove(d);
+        for p in &gone {
+            d.remove(p);
         }
-        (boxes, dirs)
+        gone
     });
-    if !boxes.is_empty() {
-        spawn::teardown_all_blocking(boxes);
-    }
-    for d in dirs {
-        let _ = std::fs::remove_dir_all(d);
+    for p in gone {
+        let _ = std::fs::remove_dir_all(p);
     }
 }
 
@@ -158,7 +106,7 @@ mod tests {
     #[test]
     fn reclaim_removes_dead_owners_only() {
         let tmp = tempfile::tempdir().unwrap();
-        // pid 0x7fffffff is never a live process.
+        // Above any pid_max (at most 2^22), so never a live process.
         let dead = tmp.path().join(format!("{SESSION_PREFIX}2147483646-abcd"));
         let live = tmp
             .path()

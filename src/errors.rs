@@ -1,15 +1,17 @@
 //! The binding's error type and its one mapping onto napi errors.
 //!
-//! JS sees two classes, `SandboxError` and its subclass `MountRefused`. Native code marks each
-//! error with a stable code in the reason (`[ERR_…] message`); `index.js` turns that code into the
-//! right class in one place. A tag in the reason works the same for sync and async methods, which
-//! napi-rs does not allow to carry custom error statuses alike.
+//! JS sees two classes, `SandboxError` and its subclass `MountRefused`, and an aborted call rejects
+//! with its AbortSignal's reason. Native code marks each error with a stable code in the reason
+//! (`[ERR_…] message`); `index.js` turns that code into the right class (or the abort reason) in
+//! one place. A tag in the reason works the same for sync and async methods, which napi-rs does
+//! not allow to carry custom error statuses alike.
 
 use std::io;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// Caller or configuration error: bad argument, bad option, missing kern, refused I/O.
+    /// Everything else the caller is told: a bad argument or option, missing kern, failed I/O, an
+    /// internal error (a caught panic).
     #[error("{0}")]
     Sandbox(String),
     /// A host mount (or the workspace) was refused as unsafe.
@@ -87,7 +89,7 @@ impl<T, F: std::future::Future<Output = Result<T>>> std::future::Future for Guar
     }
 }
 
-pub fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
+fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
     if let Some(s) = p.downcast_ref::<&str>() {
         (*s).to_string()
     } else if let Some(s) = p.downcast_ref::<String>() {

@@ -14,12 +14,13 @@ use napi::Status;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, watch};
 
+use crate::cancel::{Cancel, StopReason};
 use crate::errors::{Error, Result};
 use crate::fault::{self, Ending, Fault};
 use crate::output::{ChunkFn, Sink, QUEUE_DEPTH};
 use crate::protocol::{self, FrameReader, ReadError};
 use crate::session::Outcome;
-use crate::spawn::{Cancel, Resident, StopReason};
+use crate::spawn::Resident;
 
 /// A JS callback handed each result (as its JSON text) as it is produced; weak, like ChunkFn.
 pub type ResultFn = ThreadsafeFunction<String, (), String, Status, false, true, QUEUE_DEPTH>;
@@ -79,7 +80,7 @@ impl Kernel {
     pub async fn start(
         mut boxed: Resident,
         cap: usize,
-            marker: String,
+        marker: String,
         startup: Duration,
     ) -> Result<Arc<Kernel>> {
         let kern_stderr = Arc::new(Mutex::new(Vec::new()));
@@ -279,7 +280,7 @@ impl Server {
             self.boxed.tear_down().await;
         } else {
             // kern is gone; make sure nothing of its group lingers.
-            crate::spawn::kill_group(self.boxed.pgid);
+            crate::boxes::kill_group(self.boxed.pgid);
         }
         "close() was called".to_string()
     }
@@ -398,6 +399,12 @@ impl Server {
                         "the cell exceeded the {secs}s time limit; the kernel was torn down")).await;
                 }
                 _ = opts.cancel.fired(), if !interrupted => {
+                    if opts.cancel.reason() == Some(StopReason::Closed) {
+                        self.boxed.tear_down().await;
+                        c.finish_streams().await;
+                        let _ = reply.send(Err(Error::sandbox("the sandbox was closed while the cell was running")));
+                        return CellEnd::Gone("the sandbox was closed".into());
+                    }
                     interrupted = true;
                     if !self.interrupt() {
                         grace.as_mut().reset(tokio::time::Instant::now());
@@ -436,7 +443,11 @@ impl Server {
             msg.push_str("; ");
             msg.push_str(&s);
         }
-        let _ = reply.send(Ok(outcome(c, TORN_DOWN, Some(Fault { kind, message: msg }))));
+        let _ = reply.send(Ok(outcome(
+            c,
+            TORN_DOWN,
+            Some(Fault { kind, message: msg }),
+        )));
         CellEnd::Gone(message)
     }
 
@@ -445,7 +456,11 @@ impl Server {
         let exit = self.boxed.exited_within(Duration::from_millis(1000)).await;
         let started = self.boxed.started().await;
         self.boxed.tear_down().await;
-        let stderr = self.kern_stderr.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let stderr = self
+            .kern_stderr
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
         let exit_code = exit.unwrap_or(fault::EXIT_SIGKILL);
         let classified = fault::classify(&Ending {
             exit_code,
@@ -471,13 +486,20 @@ impl Server {
         let _ = self.boxed.exited_within(Duration::from_millis(1000)).await;
         // Give the stderr drain a moment to see kern's last words.
         tokio::time::sleep(Duration::from_millis(20)).await;
-        let stderr = self.kern_stderr.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let stderr = self
+            .kern_stderr
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
         let text = fault::without_kern_notices(&stderr);
         let text = text.trim();
         if text.is_empty() {
             "the kernel box failed to start".to_string()
         } else {
-            format!("the kernel box failed to start: {}", text.chars().take(500).collect::<String>())
+            format!(
+                "the kernel box failed to start: {}",
+                text.chars().take(500).collect::<String>()
+            )
         }
     }
 
@@ -494,9 +516,7 @@ impl Server {
     fn interrupt(&self) -> bool {
         match find_driver(self.boxed.pgid, &self.marker) {
             // SAFETY: a plain syscall; tgkill with tid == pid targets that process's main thread.
-            Some(pid) => unsafe {
-                libc::syscall(libc::SYS_tgkill, pid, pid, libc::SIGINT) == 0
-            },
+            Some(pid) => unsafe { libc::syscall(libc::SYS_tgkill, pid, pid, libc::SIGINT) == 0 },
             None => false,
         }
     }

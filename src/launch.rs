@@ -117,9 +117,16 @@ extern "C" fn child(arg: *mut libc::c_void) -> libc::c_int {
 }
 
 /// Reports errno to the parent and exits without running any of the parent's exit handlers.
+///
+/// # Safety
+/// Only for the vfork child before its exec: `err` is the suspended parent's `ChildArgs::err`.
 unsafe fn fail(err: *mut i32) -> ! {
-    std::ptr::write_volatile(err, (*libc::__errno_location()).max(1));
-    libc::_exit(127)
+    // SAFETY: `err` is valid and written by nobody else while the parent is suspended; errno is
+    // this thread's own.
+    unsafe {
+        std::ptr::write_volatile(err, (*libc::__errno_location()).max(1));
+        libc::_exit(127)
+    }
 }
 
 /// The clone stack and stdin of one spawner thread, reused by each of its spawns.

@@ -4,26 +4,31 @@
 #![deny(clippy::all)]
 
 mod argv;
+mod boxes;
+mod cancel;
 mod cleanup;
 mod errors;
 mod fault;
+mod js_string;
 mod kernel;
 mod launch;
 mod locate;
 mod options;
 mod output;
+mod pip;
 mod protocol;
 mod rich;
 mod session;
 mod snapshot;
 mod spawn;
 mod track;
+mod trim;
 mod workspace;
 
 pub use snapshot::{restore as restore_archive, snapshot as snapshot_archive};
 pub use workspace::Workspace;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -32,11 +37,11 @@ use napi::Env;
 use napi_derive::napi;
 
 use errors::Error;
-use options::{Config, SandboxOptions};
-use output::{ChunkFn, Text};
+use js_string::Text;
 use kernel::{CellOptions, Kernel, ResultFn};
+use options::{Config, SandboxOptions};
+use output::ChunkFn;
 use session::{CallOptions, Outcome, Session};
-use spawn::{Cancel, StopReason};
 use track::FileInfo;
 
 /// Per-call options that are plain data (callbacks travel as separate arguments).
@@ -137,8 +142,6 @@ fn nonnegative_bytes(v: Option<f64>, what: &str) -> napi::Result<Option<u64>> {
 #[napi]
 pub struct NativeSandbox {
     inner: Arc<Session>,
-    /// Cancellation handles by the JS call id, registered synchronously before the work starts.
-    calls: Arc<Mutex<HashMap<u32, Arc<Cancel>>>>,
 }
 
 #[napi]
@@ -149,7 +152,6 @@ impl NativeSandbox {
         let env_id = hook_env(&env);
         Ok(NativeSandbox {
             inner: Arc::new(Session::new(cfg, env_id)),
-            calls: Default::default(),
         })
     }
 
@@ -193,34 +195,17 @@ impl NativeSandbox {
         call: NativeCallOptions,
         on_stdout: Option<ChunkFn>,
         on_stderr: Option<ChunkFn>,
-    ) -> napi::Result<(CallOptions, Option<u32>)> {
+    ) -> napi::Result<CallOptions> {
         let timeout_s = call.timeout_s.map(options::check_timeout).transpose()?;
-        let cancel = call.call_id.map(|id| {
-            let c = Arc::new(Cancel::default());
-            self.calls
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(id, c.clone());
-            c
-        });
-        Ok((
-            CallOptions {
-                timeout_s,
-                on_stdout,
-                on_stderr,
-                cancel,
-            },
-            call.call_id,
-        ))
+        Ok(CallOptions {
+            timeout_s,
+            on_stdout,
+            on_stderr,
+            call: call.call_id.map(|id| self.inner.register_call(id)),
+        })
     }
 
-    fn finish_call(calls: &Mutex<HashMap<u32, Arc<Cancel>>>, id: Option<u32>) {
-        if let Some(id) = id {
-            calls.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
-        }
-    }
-
-    /// One box call as a promise: per-call options set up first, the cancel id released after.
+    /// One box call as a promise, its per-call options set up first.
     fn box_call<'e, F, Fut>(
         &self,
         env: &'e Env,
@@ -232,13 +217,12 @@ impl NativeSandbox {
         F: 'static + Send + FnOnce(Arc<Session>, CallOptions) -> Fut,
         Fut: 'static + Send + std::future::Future<Output = errors::Result<Outcome>>,
     {
-        let (opts, id) = self.call_options(call, sinks.0, sinks.1)?;
-        let (s, calls) = (self.inner.clone(), self.calls.clone());
-        promise(env, async move {
-            let r = work(s, opts).await;
-            Self::finish_call(&calls, id);
-            r.map(NativeResult::from)
-        })
+        let opts = self.call_options(call, sinks.0, sinks.1)?;
+        let s = self.inner.clone();
+        promise(
+            env,
+            async move { work(s, opts).await.map(NativeResult::from) },
+        )
     }
 
     #[napi(ts_return_type = "Promise<NativeResult>")]
@@ -273,14 +257,7 @@ impl NativeSandbox {
     /// Aborts the call registered under `call_id`, tearing its box down like a timeout.
     #[napi]
     pub fn cancel(&self, call_id: u32) {
-        if let Some(c) = self
-            .calls
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&call_id)
-        {
-            c.fire(StopReason::Aborted);
-        }
+        self.inner.abort(call_id);
     }
 
     #[napi(ts_return_type = "Promise<void>")]
@@ -357,13 +334,13 @@ impl NativeSandbox {
         timeout_s: Option<f64>,
     ) -> napi::Result<PromiseRaw<'e, NativeKernel>> {
         let timeout_s = timeout_s.map(options::check_timeout).transpose()?;
-        let (s, calls) = (self.inner.clone(), self.calls.clone());
+        let s = self.inner.clone();
         promise(env, async move {
             let inner = s.open_kernel(timeout_s).await?;
             Ok(NativeKernel {
                 inner,
                 timeout_s: timeout_s.unwrap_or(s.cfg.timeout_s),
-                calls,
+                session: s,
             })
         })
     }
@@ -374,8 +351,8 @@ impl NativeSandbox {
 pub struct NativeKernel {
     inner: Arc<Kernel>,
     timeout_s: f64,
-    /// The session's cancellation handles: `NativeSandbox.cancel` reaches kernel cells too.
-    calls: Arc<Mutex<HashMap<u32, Arc<Cancel>>>>,
+    /// Cells register as the session's calls: `NativeSandbox.cancel` reaches them too.
+    session: Arc<Session>,
 }
 
 #[napi]
@@ -400,18 +377,11 @@ impl NativeKernel {
         if code.contains('\0') {
             return Err(Error::sandbox("code must be a string with no NUL byte").into());
         }
-        let timeout_s = call
-            .timeout_s
-            .map(options::check_timeout)
-            .transpose()?
-            .unwrap_or(self.timeout_s);
-        let cancel = Arc::new(Cancel::default());
-        if let Some(id) = call.call_id {
-            self.calls
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(id, cancel.clone());
-        }
+        let timeout_s = match call.timeout_s {
+            Some(t) => options::check_timeout(t)?,
+            None => self.timeout_s,
+        };
+        let registered = call.call_id.map(|id| self.session.register_call(id));
         let queued = self.inner.submit(
             code,
             CellOptions {
@@ -419,16 +389,19 @@ impl NativeKernel {
                 on_stdout,
                 on_stderr,
                 on_result,
-                cancel,
+                cancel: registered
+                    .as_ref()
+                    .map(|c| c.cancel.clone())
+                    .unwrap_or_default(),
             },
         );
-        let (k, calls, id) = (self.inner.clone(), self.calls.clone(), call.call_id);
+        let k = self.inner.clone();
         promise(env, async move {
             let r = match queued {
                 Ok(rx) => k.answer(rx).await,
                 Err(e) => Err(e),
             };
-            NativeSandbox::finish_call(&calls, id);
+            drop(registered);
             r.map(NativeResult::from)
         })
     }

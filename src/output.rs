@@ -7,18 +7,18 @@
 //! every byte in order; one that falls far behind loses output past the pending bound instead of
 //! growing host memory.
 
-use std::ffi::{c_char, c_void};
 use std::future::Future;
-use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
-use napi::bindgen_prelude::{Buffer, ToNapiValue};
+use napi::bindgen_prelude::Buffer;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
-use napi::{check_status, sys, Status};
+use napi::Status;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::Notify;
+
+use crate::trim;
 
 /// napi's own queue bound; our byte window below keeps us well under it.
 pub const QUEUE_DEPTH: usize = 1024;
@@ -34,42 +34,6 @@ const DELIVERY_WAIT: Duration = Duration::from_secs(10);
 /// A JS chunk callback: not callee-handled (index.js wraps it so it never throws), weak (never
 /// keeps Node alive), bounded.
 pub type ChunkFn = ThreadsafeFunction<Buffer, (), Buffer, Status, false, true, QUEUE_DEPTH>;
-
-/// Set when a call read a lot of output; the next call (or close) hands the freed memory back.
-static BIG_OUTPUT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-const BIG: usize = 1 << 20;
-
-/// Returns freed capture buffers to the OS. glibc keeps freed memory in its arenas, so after a few
-/// concurrent floods RSS would otherwise stay at its peak (measured: 520 MiB peak, 360 MiB after).
-pub fn release_freed_memory() {
-    if BIG_OUTPUT.swap(false, Ordering::AcqRel) {
-        trim();
-    }
-}
-
-fn trim() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only walks and trims glibc's own arenas.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
-/// The chunks streamed to JS are freed only when V8 collects their Buffers, after the call. A few
-/// delayed trims catch that memory too; one timer at a time, on tokio (never keeps Node alive).
-fn schedule_trims() {
-    static RUNNING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    if RUNNING.swap(true, Ordering::AcqRel) {
-        return;
-    }
-    tokio::spawn(async {
-        for _ in 0..5 {
-            tokio::time::sleep(Duration::from_secs(2)).await;
-            trim();
-        }
-        RUNNING.store(false, Ordering::Release);
-    });
-}
 
 #[derive(Debug, Default)]
 pub struct Captured {
@@ -241,154 +205,8 @@ pub async fn pump<R: AsyncRead + Unpin>(
     if let Some(s) = sink {
         s.finish().await;
     }
-    // Floods past the cap still passed through (and were freed from) our buffers.
-    if total_read >= BIG {
-        BIG_OUTPUT.store(true, Ordering::Release);
-        schedule_trims();
-    }
+    trim::after_output(total_read);
     got
-}
-
-/// A capture on its way to JS as a string. Large ASCII output becomes an external V8 string over
-/// the capture itself, so the result does not hold a second copy of up to `maxOutputBytes`; the
-/// rest is copied, invalid UTF-8 replaced (U+FFFD) as before.
-pub struct Text(pub Vec<u8>);
-
-/// Below this, copying is cheaper than an external string and its finalizer.
-const EXTERNAL_MIN: usize = 64 * 1024;
-/// V8's `String::kMaxLength` (64-bit). Past it V8 fails without saying whether it kept the buffer,
-/// so such output takes the copying path (which fails as before).
-const EXTERNAL_MAX: usize = (1 << 29) - 24;
-
-type CreateExternalLatin1 = unsafe extern "C" fn(
-    sys::napi_env,
-    *mut c_char,
-    isize,
-    sys::napi_finalize,
-    *mut c_void,
-    *mut sys::napi_value,
-    *mut bool,
-) -> sys::napi_status;
-
-/// `node_api_create_external_string_latin1` exists from Node 18.18 / 20.4 only, so it is looked up
-/// at run time: napi-rs's `napi10` feature would call it unconditionally (ThreadsafeFunction too)
-/// and break older Node.
-fn create_external_latin1() -> Option<CreateExternalLatin1> {
-    static FOUND: OnceLock<Option<CreateExternalLatin1>> = OnceLock::new();
-    *FOUND.get_or_init(|| {
-        // SAFETY: dlsym only reads the process's symbol tables.
-        let sym = unsafe {
-            libc::dlsym(
-                libc::RTLD_DEFAULT,
-                c"node_api_create_external_string_latin1".as_ptr(),
-            )
-        };
-        // SAFETY: Node exports the function with this signature (js_native_api.h).
-        (!sym.is_null())
-            .then(|| unsafe { std::mem::transmute::<*mut c_void, CreateExternalLatin1>(sym) })
-    })
-}
-
-/// Finalizer of an external string: frees the capture (`hint` carries its capacity).
-unsafe extern "C" fn free_capture(_env: sys::napi_env, data: *mut c_void, hint: *mut c_void) {
-    // SAFETY: `data` and `hint` are the pointer and capacity of the Vec leaked in `external`.
-    release(unsafe { Vec::from_raw_parts(data.cast::<u8>(), 0, hint as usize) });
-}
-
-/// Frees a capture and hands its pages back to the OS now: glibc would keep a big freed block in
-/// its arena (its mmap threshold grows with use), and V8 collects these strings at any time, long
-/// after the trims scheduled by the call.
-fn release(buf: Vec<u8>) {
-    let cap = buf.capacity();
-    if cap >= BIG {
-        // SAFETY: sysconf has no preconditions.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
-        let start = (buf.as_ptr() as usize).next_multiple_of(page);
-        let end = (buf.as_ptr() as usize + cap) & !(page - 1);
-        if end > start {
-            // SAFETY: whole pages inside our own allocation, which is not read again before the
-            // free; DONTNEED only makes them read back as zeros.
-            unsafe { libc::madvise(start as *mut c_void, end - start, libc::MADV_DONTNEED) };
-        }
-    }
-    drop(buf);
-}
-
-/// Hands `bytes` to V8 without copying; on failure they come back for the copying path.
-unsafe fn external(
-    env: sys::napi_env,
-    create: CreateExternalLatin1,
-    bytes: Vec<u8>,
-) -> Result<sys::napi_value, Vec<u8>> {
-    let mut bytes = ManuallyDrop::new(bytes);
-    let (data, len, cap) = (bytes.as_mut_ptr(), bytes.len(), bytes.capacity());
-    let mut out = std::ptr::null_mut();
-    let mut copied = false;
-    // On napi_ok the finalizer owns the buffer, also when Node copied it (then it already ran).
-    let status = unsafe {
-        create(
-            env,
-            data.cast(),
-            len as isize,
-            Some(free_capture),
-            cap as *mut c_void,
-            &mut out,
-            &mut copied,
-        )
-    };
-    if status == sys::Status::napi_ok {
-        Ok(out)
-    } else {
-        Err(ManuallyDrop::into_inner(bytes))
-    }
-}
-
-impl ToNapiValue for Text {
-    unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
-        let mut bytes = val.0;
-        let mut out = std::ptr::null_mut();
-        if !bytes.is_ascii() {
-            let text = String::from_utf8(bytes)
-                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-            check_status!(
-                unsafe {
-                    sys::napi_create_string_utf8(
-                        env,
-                        text.as_ptr().cast(),
-                        text.len() as isize,
-                        &mut out,
-                    )
-                },
-                "Failed to create a {} byte string",
-                text.len()
-            )?;
-            release(text.into_bytes());
-            return Ok(out);
-        }
-        if (EXTERNAL_MIN..=EXTERNAL_MAX).contains(&bytes.len()) {
-            if let Some(create) = create_external_latin1() {
-                match unsafe { external(env, create, bytes) } {
-                    Ok(v) => return Ok(v),
-                    Err(b) => bytes = b,
-                }
-            }
-        }
-        // ASCII is Latin-1: V8 copies it without decoding.
-        check_status!(
-            unsafe {
-                sys::napi_create_string_latin1(
-                    env,
-                    bytes.as_ptr().cast(),
-                    bytes.len() as isize,
-                    &mut out,
-                )
-            },
-            "Failed to create a {} byte string",
-            bytes.len()
-        )?;
-        release(bytes);
-        Ok(out)
-    }
 }
 
 #[cfg(test)]

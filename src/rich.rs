@@ -4,14 +4,19 @@
 //! it bounded and without following links, and index.js parses each JSON line on its own, so one
 //! malformed line costs only itself.
 
-/// The one-shot runner, run as `python3 /workspace/.run-<id>.py`.
+/// The one-shot runner, run as `python3 /workspace/.run-<id>.py`. Its capture code rides along
+/// as a string, compiled only when a cell has something to capture (capture.py holds no `'''`).
 pub const RUNNER: &str = concat!(
+    include_str!("python/core.py"),
+    "\n_CAPTURE = r'''",
     include_str!("python/capture.py"),
+    "'''\n\n",
     include_str!("python/runner.py")
 );
 
 /// The warm kernel's driver, run as `python3 -c DRIVER <marker>`.
 pub const KERNEL_DRIVER: &str = concat!(
+    include_str!("python/core.py"),
     include_str!("python/capture.py"),
     include_str!("python/kernel.py")
 );
@@ -68,12 +73,20 @@ mod tests {
     #[test]
     fn helper_names_share_one_tag() {
         let f = CellFiles::new("0a1b2c3d");
-        assert_eq!(f.all(), [".cell-0a1b2c3d.py", ".run-0a1b2c3d.py", ".res-0a1b2c3d.json"]);
+        assert_eq!(
+            f.all(),
+            [
+                ".cell-0a1b2c3d.py",
+                ".run-0a1b2c3d.py",
+                ".res-0a1b2c3d.json"
+            ]
+        );
         assert!(f.all().iter().all(|n| crate::track::is_helper_file(n)));
     }
 
     #[test]
     fn sources_are_embedded_whole() {
+        assert!(!include_str!("python/capture.py").contains("'''"));
         assert!(RUNNER.contains("def _bundle") && RUNNER.ends_with("_run()\n"));
         assert!(KERNEL_DRIVER.contains("def _bundle") && KERNEL_DRIVER.ends_with("_serve()\n"));
     }

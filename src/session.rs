@@ -1,22 +1,23 @@
 //! A sandbox session: its workspace, its private directory, and the calls that run boxes in it.
 
-use std::collections::HashMap;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use crate::argv::{self, BoxSpec, DEPS_DIR, WORKSPACE};
+use crate::argv::{self, BoxSpec, WORKSPACE};
+use crate::cancel::{Call, Calls, Cancel, StopReason};
 use crate::cleanup;
 use crate::errors::{Error, Result};
 use crate::fault::{self, Ending, Fault};
 use crate::kernel::Kernel;
-use crate::rich::{self, CellFiles};
 use crate::options::{self, Config};
 use crate::output::ChunkFn;
-use crate::spawn::{self, Cancel, Launch, StopReason};
+use crate::pip;
+use crate::rich::{self, CellFiles};
+use crate::spawn::{self, BoxRun, Launch};
 use crate::track::{self, FileInfo, LiveIndex};
-use crate::workspace::Workspace;
+use crate::workspace::{self, Workspace};
 
 /// Code longer than this goes through a workspace file instead of argv (ARG_MAX guard).
 const INLINE_CODE_MAX: usize = 128 * 1024;
@@ -31,7 +32,6 @@ pub struct Opened {
     pub ws: Workspace,
     /// `<tmp>/kern-sbx-<pid>-<rand>`, mode 0700: the env file, and the workspace when we own it.
     private: PathBuf,
-    owns_workspace: bool,
     /// The env file every box of the session reads (written once, at open).
     env_file: PathBuf,
     /// Built by the first call that tracks files.
@@ -44,7 +44,8 @@ pub struct CallOptions {
     pub timeout_s: Option<f64>,
     pub on_stdout: Option<ChunkFn>,
     pub on_stderr: Option<ChunkFn>,
-    pub cancel: Option<Arc<Cancel>>,
+    /// Registered up front when JS may abort the call; else the call registers itself.
+    pub call: Option<Call>,
 }
 
 /// What a call produced; the binding turns it into an `ExecutionResult`.
@@ -68,8 +69,8 @@ pub struct Session {
     state: Mutex<Option<Arc<Opened>>>,
     /// Serialises open/close against each other.
     lifecycle: tokio::sync::Mutex<()>,
-    /// Cancellation handles of the calls in flight, so close() can stop them.
-    calls: Mutex<HashMap<u64, Arc<Cancel>>>,
+    /// The calls in flight, so close() and AbortSignals can stop them.
+    calls: Arc<Calls>,
     /// The session's warm kernels, closed with it.
     kernels: Mutex<Vec<Weak<Kernel>>>,
 }
@@ -98,7 +99,7 @@ impl Session {
             env_id,
             state: Mutex::new(None),
             lifecycle: tokio::sync::Mutex::new(()),
-            calls: Mutex::new(HashMap::new()),
+            calls: Default::default(),
             kernels: Mutex::new(Vec::new()),
         }
     }
@@ -169,11 +170,11 @@ impl Session {
                     .mode(0o755)
                     .create(&p)
                     .map_err(|e| Error::io(format!("cannot create {}", p.display()), e))?;
-                Ok((p, true))
+                Ok(p)
             }
-            Some(w) => user_workspace(w).map(|p| (p, false)),
+            Some(w) => workspace::user_workspace(w),
         }
-        .and_then(|(p, owned)| Ok((Workspace::open(&p)?, owned)));
+        .and_then(|p| Workspace::open(&p));
         // Invalid env is reported by each call, as in 0.1.1; then there is nothing to write.
         let env_file = private.join("env");
         let ws = ws.and_then(|w| match &self.cfg.env_file {
@@ -181,10 +182,9 @@ impl Session {
             Err(_) => Ok(w),
         });
         match ws {
-            Ok((ws, owns_workspace)) => Ok(Opened {
+            Ok(ws) => Ok(Opened {
                 ws,
                 private,
-                owns_workspace,
                 env_file,
                 files: Mutex::new(None),
             }),
@@ -202,31 +202,20 @@ impl Session {
     }
 
     async fn shut(&self) {
-        crate::output::release_freed_memory();
+        crate::trim::release_freed_memory();
         let opened = self.state.lock().unwrap_or_else(|p| p.into_inner()).take();
-        let calls: Vec<Arc<Cancel>> = self
-            .calls
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .cloned()
-            .collect();
-        for c in calls {
-            c.fire(StopReason::Closed);
-        }
-        let kernels: Vec<Arc<Kernel>> = std::mem::take(
-            &mut *self.kernels.lock().unwrap_or_else(|p| p.into_inner()),
-        )
-        .iter()
-        .filter_map(Weak::upgrade)
-        .collect();
+        self.calls.close_all();
+        let kernels: Vec<Arc<Kernel>> =
+            std::mem::take(&mut *self.kernels.lock().unwrap_or_else(|p| p.into_inner()))
+                .iter()
+                .filter_map(Weak::upgrade)
+                .collect();
         for k in kernels {
             k.close().await;
         }
         if let Some(o) = opened {
             let _ = blocking(move || {
                 remove_private(&o.private);
-                debug_assert!(o.owns_workspace || !o.ws.path().starts_with(&o.private));
                 Ok(())
             })
             .await;
@@ -234,13 +223,7 @@ impl Session {
     }
 
     async fn run_setup(self: &Arc<Self>, setup: &str, sinks: CallOptions) -> Result<()> {
-        let trimmed = setup.trim();
-        let script = match trimmed.strip_prefix("pip install ") {
-            Some(rest) => format!(
-                "pip install --target {WORKSPACE}/{DEPS_DIR} --no-cache-dir --disable-pip-version-check {rest}"
-            ),
-            None => setup.to_string(),
-        };
+        let script = pip::setup_script(setup);
         let opts = CallOptions {
             timeout_s: Some(self.cfg.timeout_s.max(SETUP_MIN_TIMEOUT_S)),
             ..sinks
@@ -329,13 +312,8 @@ impl Session {
         })
         .await
         .inspect_err(|_| remove_helpers(&opened, &files))?;
-        let result = self
-            .exec(
-                vec!["python3".into(), format!("{WORKSPACE}/{}", files.runner)],
-                opts,
-                false,
-            )
-            .await;
+        let runner = format!("{WORKSPACE}/{}", files.runner);
+        let result = self.exec(vec!["python3".into(), runner], opts, false).await;
         let (o, f) = (opened.clone(), files.clone());
         let written = blocking(move || {
             let got = o.ws.read_file(&f.results, Some(rich::RESULTS_MAX));
@@ -362,18 +340,16 @@ impl Session {
             rich::KERNEL_DRIVER.to_string(),
             marker.clone(),
         ];
-        let args = argv::box_argv(
-            &self.cfg,
-            &BoxSpec {
-                name: &name,
-                workspace: opened.ws.path(),
-                deps_readonly: self.deps_readonly(&opened, false),
-                timeout_s: KERNEL_BACKSTOP_S,
-                setup: false,
-                env_file: Some(&opened.env_file),
-                command: &command,
-            },
-        );
+        let spec = BoxSpec {
+            name: &name,
+            workspace: opened.ws.path(),
+            deps_readonly: self.cfg.deps_readonly && opened.ws.has_deps_dir(),
+            timeout_s: KERNEL_BACKSTOP_S,
+            setup: false,
+            env_file: Some(&opened.env_file),
+            command: &command,
+        };
+        let args = argv::box_argv(&self.cfg, &spec);
         let boxed = spawn::start_resident(
             &self.cfg.kern,
             &name,
@@ -383,13 +359,8 @@ impl Session {
         )
         .await?;
         let timeout = timeout_s.unwrap_or(self.cfg.timeout_s);
-        let kernel = Kernel::start(
-            boxed,
-            self.cfg.max_output,
-            marker,
-            Duration::from_secs_f64(timeout.max(KERNEL_MIN_STARTUP_S)),
-        )
-        .await?;
+        let startup = Duration::from_secs_f64(timeout.max(KERNEL_MIN_STARTUP_S));
+        let kernel = Kernel::start(boxed, self.cfg.max_output, marker, startup).await?;
         {
             let mut ks = self.kernels.lock().unwrap_or_else(|p| p.into_inner());
             ks.retain(|k| k.strong_count() > 0);
@@ -398,29 +369,50 @@ impl Session {
         // A close() that ran while the kernel started must not leave it behind.
         if !self.is_open() {
             kernel.close().await;
-            return Err(Error::sandbox("the sandbox was closed while the kernel was starting"));
+            return Err(Error::sandbox(
+                "the sandbox was closed while the kernel was starting",
+            ));
         }
         Ok(kernel)
     }
 
-    /// `depsReadonly` applies to run boxes whose workspace has a `.deps` directory.
-    fn deps_readonly(&self, opened: &Opened, setup: bool) -> bool {
-        self.cfg.deps_readonly
-            && !setup
-            && opened
-                .ws
-                .path()
-                .join(DEPS_DIR)
-                .symlink_metadata()
-                .is_ok_and(|m| m.is_dir())
-    }
-
+    /// One box call: checks first, then the box inside its file-change window, then the result.
     async fn exec(
         self: &Arc<Self>,
         command: Vec<String>,
         opts: CallOptions,
         setup: bool,
     ) -> Result<Outcome> {
+        self.check_call(&command)?;
+        let opened = self.opened()?;
+        let timeout_s = opts.timeout_s.unwrap_or(self.cfg.timeout_s);
+        let call = opts.call.unwrap_or_else(|| self.calls.register(None));
+        if let Some(why) = call.cancel.reason() {
+            return Err(stop_error(why));
+        }
+        crate::trim::release_freed_memory();
+        let window = if self.cfg.track_files {
+            Some(FileWindow::open(&opened, call.id()).await?)
+        } else {
+            None
+        };
+        let sinks = (opts.on_stdout, opts.on_stderr);
+        let run = self
+            .run_in_box(&opened, &command, setup, timeout_s, sinks, &call.cancel)
+            .await;
+        let files = match window {
+            Some(w) => w.close().await,
+            None => Ok(Vec::new()),
+        };
+        let run = run?;
+        if let Some(why) = run.stopped {
+            return Err(stop_error(why));
+        }
+        Ok(outcome(run, timeout_s, files.unwrap_or_default()))
+    }
+
+    /// What fails a call before any box starts: a bad command, or an `env` option that was invalid.
+    fn check_call(&self, command: &[String]) -> Result<()> {
         if command.is_empty() {
             return Err(Error::sandbox("run() needs a non-empty command array"));
         }
@@ -432,104 +424,53 @@ impl Session {
         if let Err(e) = &self.cfg.env_file {
             return Err(Error::Sandbox(e.clone()));
         }
-        let opened = self.opened()?;
-        let timeout_s = opts.timeout_s.unwrap_or(self.cfg.timeout_s);
-        let cancel = opts.cancel.unwrap_or_default();
-        if cancel.reason().is_some() {
-            return Err(Error::Aborted);
-        }
-        let call_id = self.register_call(&cancel);
-        let _unregister = CallGuard {
-            session: self,
-            id: call_id,
-        };
+        Ok(())
+    }
 
+    /// Runs `command` in a fresh box of this session, until it ends, times out or is stopped.
+    async fn run_in_box(
+        &self,
+        opened: &Opened,
+        command: &[String],
+        setup: bool,
+        timeout_s: f64,
+        (on_stdout, on_stderr): (Option<ChunkFn>, Option<ChunkFn>),
+        cancel: &Cancel,
+    ) -> Result<BoxRun> {
         let name = format!("jssbx-{}", random_hex(6));
-        let track = self.cfg.track_files;
-        crate::output::release_freed_memory();
-        let deps_readonly = self.deps_readonly(&opened, setup);
-        if track {
-            opened
-                .track(move |live, ws| live.begin(ws, call_id))
-                .await?;
-        }
-        // A call that fails or panics before finishing must not keep collecting changes.
-        let _forget = track.then(|| Forget {
-            opened: opened.clone(),
-            call: call_id,
-        });
-
-        let args = argv::box_argv(
-            &self.cfg,
-            &BoxSpec {
-                name: &name,
-                workspace: opened.ws.path(),
-                deps_readonly,
-                timeout_s,
-                setup,
-                env_file: Some(&opened.env_file),
-                command: &command,
-            },
-        );
-        let run = spawn::run_box(Launch {
+        let spec = BoxSpec {
+            name: &name,
+            workspace: opened.ws.path(),
+            deps_readonly: self.cfg.deps_readonly && !setup && opened.ws.has_deps_dir(),
+            timeout_s,
+            setup,
+            env_file: Some(&opened.env_file),
+            command,
+        };
+        spawn::run_box(Launch {
             kern: &self.cfg.kern,
             name: &name,
-            args,
+            args: argv::box_argv(&self.cfg, &spec),
             enforce_limits: self.cfg.enforce_limits,
             cap: self.cfg.max_output,
             timeout: Duration::from_secs_f64(timeout_s),
-            on_stdout: opts.on_stdout,
-            on_stderr: opts.on_stderr,
-            cancel: &cancel,
+            on_stdout,
+            on_stderr,
+            cancel,
             env_id: self.env_id,
         })
-        .await;
-
-        let files = if track {
-            opened.track(move |live, ws| live.finish(ws, call_id)).await
-        } else {
-            Ok(Vec::new())
-        };
-        let run = run?;
-        match run.stopped {
-            Some(StopReason::Aborted) => return Err(Error::Aborted),
-            Some(StopReason::Closed) => {
-                return Err(Error::sandbox(
-                    "the sandbox was closed while the call was running",
-                ))
-            }
-            None => {}
-        }
-        let fault = fault::classify(&Ending {
-            exit_code: run.exit_code,
-            timed_out: run.timed_out,
-            timeout_s,
-            started: run.started,
-            stderr: &run.stderr.bytes,
-            survivors: run.survivors,
-        });
-        Ok(Outcome {
-            truncated: run.stdout.truncated || run.stderr.truncated,
-            stdout: run.stdout.bytes,
-            stderr: run.stderr.bytes,
-            exit_code: run.exit_code,
-            duration: run.duration,
-            fault,
-            files: files.unwrap_or_default(),
-            rich: Vec::new(),
-            execution_count: None,
-        })
+        .await
     }
 
-    fn register_call(&self, cancel: &Arc<Cancel>) -> u64 {
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static NEXT: AtomicU64 = AtomicU64::new(1);
-        let id = NEXT.fetch_add(1, Ordering::Relaxed);
-        self.calls
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(id, cancel.clone());
-        id
+    /// Registers a call JS may abort under `js_id`, before any of its async work starts, so an
+    /// abort that arrives right after the call begins is never lost.
+    pub fn register_call(&self, js_id: u32) -> Call {
+        self.calls.register(Some(js_id))
+    }
+
+    /// Aborts the call JS registered under `js_id`, tearing its box down like a timeout.
+    pub fn abort(&self, js_id: u32) {
+        self.calls.abort(js_id);
     }
 
     pub async fn write_file(&self, rel: String, data: Vec<u8>) -> Result<()> {
@@ -563,7 +504,7 @@ impl Session {
 impl Opened {
     fn live_index<T>(&self, f: impl FnOnce(&mut LiveIndex, &Workspace) -> T) -> T {
         let mut g = self.files.lock().unwrap_or_else(|p| p.into_inner());
-        f(g.get_or_insert_with(|| LiveIndex::new(true)), &self.ws)
+        f(g.get_or_insert_with(LiveIndex::new), &self.ws)
     }
 
     /// Runs a step on the file index: in place when it is a few syscalls, else off the async
@@ -586,12 +527,33 @@ impl Opened {
     }
 }
 
-struct Forget {
+/// One call's window on the workspace's file changes. Dropped before [`FileWindow::close`] (the
+/// call failed or panicked), it stops collecting them.
+struct FileWindow {
     opened: Arc<Opened>,
     call: u64,
 }
 
-impl Drop for Forget {
+impl FileWindow {
+    /// Brings the file index up to date and starts collecting changes for `call`.
+    async fn open(opened: &Arc<Opened>, call: u64) -> Result<FileWindow> {
+        opened.track(move |live, ws| live.begin(ws, call)).await?;
+        Ok(FileWindow {
+            opened: opened.clone(),
+            call,
+        })
+    }
+
+    /// The files the call created or modified.
+    async fn close(self) -> Result<Vec<FileInfo>> {
+        let call = self.call;
+        self.opened
+            .track(move |live, ws| live.finish(ws, call))
+            .await
+    }
+}
+
+impl Drop for FileWindow {
     fn drop(&mut self) {
         if let Some(live) = self
             .opened
@@ -605,40 +567,35 @@ impl Drop for Forget {
     }
 }
 
-struct CallGuard<'a> {
-    session: &'a Session,
-    id: u64,
-}
-
-impl Drop for CallGuard<'_> {
-    fn drop(&mut self) {
-        self.session
-            .calls
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&self.id);
+/// A finished box as the call's result, with its ending classified.
+fn outcome(run: BoxRun, timeout_s: f64, files: Vec<FileInfo>) -> Outcome {
+    let fault = fault::classify(&Ending {
+        exit_code: run.exit_code,
+        timed_out: run.timed_out,
+        timeout_s,
+        started: run.started,
+        stderr: &run.stderr.bytes,
+        survivors: run.survivors,
+    });
+    Outcome {
+        truncated: run.stdout.truncated || run.stderr.truncated,
+        stdout: run.stdout.bytes,
+        stderr: run.stderr.bytes,
+        exit_code: run.exit_code,
+        duration: run.duration,
+        fault,
+        files,
+        rich: Vec::new(),
+        execution_count: None,
     }
 }
 
-/// A caller-named workspace: absolute, created when missing, canonical, not sensitive.
-fn user_workspace(w: &Path) -> Result<PathBuf> {
-    let shown = w.display().to_string();
-    if !w.is_absolute() {
-        return Err(Error::mount(format!(
-            "workspace must be an absolute host path, got {shown:?}"
-        )));
+/// The error a call that was stopped early rejects with.
+fn stop_error(why: StopReason) -> Error {
+    match why {
+        StopReason::Aborted => Error::Aborted,
+        StopReason::Closed => Error::sandbox("the sandbox was closed while the call was running"),
     }
-    std::fs::create_dir_all(w)
-        .map_err(|e| Error::io(format!("cannot create the workspace {shown:?}"), e))?;
-    let real = std::fs::canonicalize(w)
-        .map_err(|_| Error::mount(format!("workspace does not exist: {shown:?}")))?;
-    options::check_source_not_sensitive(&real)?;
-    if real.as_os_str().as_encoded_bytes().contains(&b':') {
-        return Err(Error::mount(format!(
-            "workspace path contains ':': {shown:?}"
-        )));
-    }
-    Ok(real)
 }
 
 /// A 0600 file, created fresh (never through an existing entry).

@@ -9,16 +9,16 @@ use std::ffi::OsString;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{mpsc, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 use tokio::process::{Child, Command};
-use tokio::sync::{oneshot, watch, Notify};
+use tokio::sync::{oneshot, watch};
 
-use crate::cleanup;
+use crate::boxes;
+use crate::cancel::{Cancel, StopReason};
 use crate::errors::{Error, Result};
 use crate::fault::Started;
 use crate::launch::{self, Reaper, Spawned};
@@ -37,49 +37,6 @@ const DRAIN_AFTER_KILL: Duration = Duration::from_millis(300);
 /// After kern exits, how long its pipes may stay open (held by a stray process) before we stop
 /// reading them.
 const DRAIN_BUDGET: Duration = Duration::from_millis(2000);
-
-/// Why a call is being torn down early.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StopReason {
-    Aborted = 1,
-    Closed = 2,
-}
-
-/// A cancellation flag a call can await.
-#[derive(Default)]
-pub struct Cancel {
-    reason: AtomicU8,
-    notify: Notify,
-}
-
-impl Cancel {
-    pub fn fire(&self, why: StopReason) {
-        let _ = self
-            .reason
-            .compare_exchange(0, why as u8, Ordering::AcqRel, Ordering::Acquire);
-        self.notify.notify_waiters();
-    }
-
-    pub fn reason(&self) -> Option<StopReason> {
-        match self.reason.load(Ordering::Acquire) {
-            1 => Some(StopReason::Aborted),
-            2 => Some(StopReason::Closed),
-            _ => None,
-        }
-    }
-
-    pub async fn fired(&self) {
-        loop {
-            let notified = self.notify.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.reason().is_some() {
-                return;
-            }
-            notified.await;
-        }
-    }
-}
 
 pub struct Launch<'a> {
     pub kern: &'a Path,
@@ -167,6 +124,7 @@ async fn spawn_kern(l: &Launch<'_>, started_w: OwnedFd) -> std::io::Result<Spawn
     spawn_kern_with(l.kern, &l.args, l.enforce_limits, started_w, None).await
 }
 
+/// The same, for a box whose stdin is `stdin` (the read end of our pipe) instead of /dev/null.
 async fn spawn_kern_with(
     kern: &Path,
     args: &[OsString],
@@ -208,7 +166,7 @@ pub async fn run_box(l: Launch<'_>) -> Result<BoxRun> {
     })?;
     let pgid = spawned.pid;
     let mut child = Reaper::new(spawned.pid);
-    let _live = cleanup::track_box(l.env_id, pgid, l.name, l.kern);
+    let _live = boxes::track(l.env_id, pgid, l.name, l.kern);
     let stdout = pipe::Receiver::from_owned_fd(spawned.stdout)
         .map_err(|e| Error::io("could not read kern's stdout", e))?;
     let stderr = pipe::Receiver::from_owned_fd(spawned.stderr)
@@ -306,16 +264,13 @@ pub async fn read_started(fd: OwnedFd, stop: impl std::future::Future<Output = (
 /// (no orphans left to init); finally SIGKILL the whole group. Returns kern's exit status if it
 /// was reaped within the budget.
 async fn teardown(kern: &Path, name: &str, pgid: i32, child: &mut Reaper) -> Option<i32> {
-    let stop = stop_command(kern, name);
+    let stop = spawn_stop(kern, name);
     let mut reaped = tokio::time::timeout(GRACE, child.wait()).await.ok();
     if reaped.is_none() {
-        for pid in group_members(pgid).into_iter().filter(|p| *p != pgid) {
-            // SAFETY: plain syscall on a pid we just saw in kern's group.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
+        boxes::kill_all_but_leader(pgid);
         reaped = tokio::time::timeout(GRACE, child.wait()).await.ok();
     }
-    kill_group(pgid);
+    boxes::kill_group(pgid);
     if reaped.is_none() {
         reaped = tokio::time::timeout(REAP_BUDGET, child.wait()).await.ok();
     }
@@ -325,18 +280,9 @@ async fn teardown(kern: &Path, name: &str, pgid: i32, child: &mut Reaper) -> Opt
     reaped
 }
 
-/// `kern stop NAME`, quiet.
-fn stop_cmd(kern: &Path, name: &str) -> std::process::Command {
-    let mut c = std::process::Command::new(kern);
-    c.args(["stop", name])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    c
-}
-
-fn stop_command(kern: &Path, name: &str) -> Option<Child> {
-    Command::from(stop_cmd(kern, name)).spawn().ok()
+/// Starts `kern stop NAME` as a child we can await.
+fn spawn_stop(kern: &Path, name: &str) -> Option<Child> {
+    Command::from(boxes::stop_command(kern, name)).spawn().ok()
 }
 
 /// Kills a helper `kern stop`/`kern ps` we no longer wait for, and reaps it in the background.
@@ -350,48 +296,12 @@ fn end_helper(mut child: Child) {
     });
 }
 
-/// Live (non-zombie) members of process group `pgid`, from /proc. Zombies are dead already;
-/// orphaned ones wait for init to reap them.
-fn group_members(pgid: i32) -> Vec<i32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.flatten()
-        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()))
-        .filter(|pid| {
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                return false;
-            };
-            let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-                return false;
-            };
-            let mut f = rest.split_whitespace();
-            let state = f.next().unwrap_or("Z");
-            let pgrp = f.nth(1).and_then(|g| g.parse::<i32>().ok());
-            pgrp == Some(pgid) && state != "Z" && state != "X"
-        })
-        .collect()
-}
-
 async fn stop_box(kern: &Path, name: &str, budget: Duration) {
-    if let Some(mut s) = stop_command(kern, name) {
+    if let Some(mut s) = spawn_stop(kern, name) {
         if tokio::time::timeout(budget, s.wait()).await.is_err() {
             end_helper(s);
         }
     }
-}
-
-pub fn kill_group(pgid: i32) {
-    if pgid > 1 {
-        // SAFETY: plain syscall; a vanished group just returns ESRCH.
-        unsafe {
-            libc::kill(-pgid, libc::SIGKILL);
-        }
-    }
-}
-
-fn group_alive(pgid: i32) -> bool {
-    pgid > 1 && !group_members(pgid).is_empty()
 }
 
 /// After a teardown: is anything of the box still alive? `None` when all is gone, else what
@@ -399,13 +309,13 @@ fn group_alive(pgid: i32) -> bool {
 async fn confirm_gone(kern: &Path, name: &str, pgid: i32) -> Option<String> {
     let mut left = Vec::new();
     for _ in 0..5 {
-        if !group_alive(pgid) {
+        if !boxes::group_alive(pgid) {
             break;
         }
-        kill_group(pgid);
+        boxes::kill_group(pgid);
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    if group_alive(pgid) {
+    if boxes::group_alive(pgid) {
         left.push(format!("processes in group {pgid} survived SIGKILL"));
     }
     match listed_by_kern(kern, name).await {
@@ -453,27 +363,6 @@ async fn listed_by_kern(kern: &Path, name: &str) -> Option<bool> {
     }
 }
 
-/// Synchronous teardown for process exit: `kern stop` for every box in parallel (bounded), then
-/// SIGKILL to every group.
-pub fn teardown_all_blocking(boxes: Vec<(i32, String, PathBuf)>) {
-    let deadline = Instant::now() + Duration::from_millis(1500);
-    let mut stops: Vec<std::process::Child> = boxes
-        .iter()
-        .filter_map(|(_, name, kern)| stop_cmd(kern, name).spawn().ok())
-        .collect();
-    while !stops.is_empty() && Instant::now() < deadline {
-        stops.retain_mut(|c| !matches!(c.try_wait(), Ok(Some(_)) | Err(_)));
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    for mut c in stops {
-        let _ = c.kill();
-        let _ = c.wait();
-    }
-    for (pgid, _, _) in boxes {
-        kill_group(pgid);
-    }
-}
-
 /// A box that outlives one call (the warm kernel): kern with a stdin pipe, tracked like any box
 /// so that it never outlives Node.
 pub struct Resident {
@@ -487,7 +376,7 @@ pub struct Resident {
     pub started: Option<OwnedFd>,
     kern: PathBuf,
     name: String,
-    _live: cleanup::BoxGuard,
+    _live: boxes::BoxGuard,
 }
 
 pub async fn start_resident(
@@ -504,10 +393,8 @@ pub async fn start_resident(
         .map_err(|e| Error::io("could not create a pipe for kern", e.into()))?;
     let spawned = spawn_kern_with(kern, args, enforce_limits, started_w, Some(stdin_r))
         .await
-        .map_err(|e| {
-            Error::sandbox(format!("could not execute kern ({}): {e}", kern.display()))
-        })?;
-    let live = cleanup::track_box(env_id, spawned.pid, name, kern);
+        .map_err(|e| Error::sandbox(format!("could not execute kern ({}): {e}", kern.display())))?;
+    let live = boxes::track(env_id, spawned.pid, name, kern);
     let pipe_err = |e| Error::io("could not talk to kern", e);
     Ok(Resident {
         pgid: spawned.pid,

@@ -16,9 +16,8 @@ use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
 use rustix::fs::{AtFlags, FileType, Stat};
 use rustix::io::Errno;
 
-use crate::argv::DEPS_DIR;
 use crate::errors::Result;
-use crate::workspace::{Entry, Workspace};
+use crate::workspace::{Entry, Workspace, DEPS_DIR};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Meta {
@@ -149,12 +148,11 @@ pub struct LiveIndex {
 }
 
 impl LiveIndex {
-    /// Built lazily on the first call. `watch: false` (or no inotify instance left) means a full
-    /// walk on every sync.
-    pub fn new(watch: bool) -> LiveIndex {
-        let inotify = if watch { new_inotify() } else { None };
+    /// Built lazily on the first call. Without an inotify instance (none left for this user)
+    /// every sync is a full walk.
+    pub fn new() -> LiveIndex {
         LiveIndex {
-            inotify,
+            inotify: new_inotify(),
             built: false,
             files: BTreeMap::new(),
             dirs: BTreeMap::new(),
@@ -162,6 +160,15 @@ impl LiveIndex {
             calls: HashMap::new(),
             max_watches: MAX_WATCHES,
             events: Vec::new(),
+        }
+    }
+
+    /// An index that walks on every sync, as one without inotify does.
+    #[cfg(test)]
+    fn walking() -> LiveIndex {
+        LiveIndex {
+            inotify: None,
+            ..LiveIndex::new()
         }
     }
 
@@ -524,7 +531,11 @@ mod tests {
         for watch in [true, false] {
             let d = tempfile::tempdir().unwrap();
             let ws = Workspace::open(d.path()).unwrap();
-            let mut live = LiveIndex::new(watch);
+            let mut live = if watch {
+                LiveIndex::new()
+            } else {
+                LiveIndex::walking()
+            };
             check(d.path(), &ws, &mut live);
             assert_eq!(live.is_watching(), watch);
         }
@@ -649,7 +660,7 @@ mod tests {
     fn past_its_watch_budget_a_session_walks_instead() {
         let d = tempfile::tempdir().unwrap();
         let ws = Workspace::open(d.path()).unwrap();
-        let mut live = LiveIndex::new(true);
+        let mut live = LiveIndex::new();
         live.max_watches = 3;
         fs::create_dir_all(d.path().join("a/b")).unwrap();
         live.begin(&ws, 1);
@@ -667,7 +678,7 @@ mod tests {
     fn an_overflowed_queue_is_rebuilt_by_a_walk() {
         let d = tempfile::tempdir().unwrap();
         let ws = Workspace::open(d.path()).unwrap();
-        let mut live = LiveIndex::new(true);
+        let mut live = LiveIndex::new();
         live.begin(&ws, 1);
         // Three events per file: past the default queue of 16384 events.
         let max = fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")

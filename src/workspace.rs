@@ -17,7 +17,7 @@ use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
 use crate::errors::{Error, Result};
-use crate::options::normalize_rel;
+use crate::options::{check_source_not_sensitive, normalize_rel};
 
 /// Set to force the openat fallback (tests cover both paths); also set on ENOSYS.
 pub const FORCE_FALLBACK_ENV: &str = "KERN_SANDBOX_NO_OPENAT2";
@@ -59,6 +59,10 @@ fn describe(what: &str, rel: &str, e: io::Error) -> Error {
     Error::sandbox(msg)
 }
 
+/// The directory in the workspace that `pip install` in `setup` fills: bound read-only into run
+/// boxes with `depsReadonly`, and left out of file tracking and `listFiles`.
+pub const DEPS_DIR: &str = ".deps";
+
 /// Without `maxBytes`, readFile refuses files larger than this: a Node Buffer holds at most 4 GiB.
 pub const MAX_READ: u64 = 4 << 30;
 
@@ -90,6 +94,15 @@ impl Workspace {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Whether `.deps` is a directory (not a symlink) at the workspace's path, which is what a
+    /// box would get bound.
+    pub fn has_deps_dir(&self) -> bool {
+        self.path
+            .join(DEPS_DIR)
+            .symlink_metadata()
+            .is_ok_and(|m| m.is_dir())
     }
 
     pub fn root(&self) -> BorrowedFd<'_> {
@@ -289,7 +302,7 @@ impl Workspace {
                     name: &name,
                     stat: &stat,
                 })?,
-                FileType::Directory if !(skip_deps && name == crate::argv::DEPS_DIR) => {
+                FileType::Directory if !(skip_deps && name == DEPS_DIR) => {
                     if depth >= MAX_DEPTH {
                         if !strict {
                             continue;
@@ -354,6 +367,27 @@ impl Frame {
         names.sort_unstable_by(|a, b| b.0.cmp(&a.0));
         Ok(Frame { fd, prefix, names })
     }
+}
+
+/// A caller-named workspace: absolute, created when missing, canonical, not sensitive.
+pub fn user_workspace(w: &Path) -> Result<PathBuf> {
+    let shown = w.display().to_string();
+    if !w.is_absolute() {
+        return Err(Error::mount(format!(
+            "workspace must be an absolute host path, got {shown:?}"
+        )));
+    }
+    std::fs::create_dir_all(w)
+        .map_err(|e| Error::io(format!("cannot create the workspace {shown:?}"), e))?;
+    let real = std::fs::canonicalize(w)
+        .map_err(|_| Error::mount(format!("workspace does not exist: {shown:?}")))?;
+    check_source_not_sensitive(&real)?;
+    if real.as_os_str().as_encoded_bytes().contains(&b':') {
+        return Err(Error::mount(format!(
+            "workspace path contains ':': {shown:?}"
+        )));
+    }
+    Ok(real)
 }
 
 /// The file's stat, or ENXIO when it is anything but a regular file.

@@ -266,8 +266,8 @@ fn race_openat2() {
 /// Makes openat2 fail with `errno` on the calling thread (and threads it starts later).
 fn deny_openat2(errno: i32) {
     // A classic-BPF seccomp program: if nr == openat2 return ERRNO(errno), else allow.
-    const LD_W_ABS: u16 = 0x00 | 0x00 | 0x20; // BPF_LD | BPF_W | BPF_ABS
-    const JEQ_K: u16 = 0x05 | 0x10 | 0x00; // BPF_JMP | BPF_JEQ | BPF_K
+    const LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
+    const JEQ_K: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
     const RET_K: u16 = 0x06; // BPF_RET | BPF_K
     const RET_ERRNO: u32 = 0x0005_0000;
     const RET_ALLOW: u32 = 0x7fff_0000;
@@ -282,6 +282,8 @@ fn deny_openat2(errno: i32) {
         len: prog.len() as u16,
         filter: prog.as_mut_ptr(),
     };
+    // SAFETY: plain prctl calls; `fprog` and the program it points at outlive the call (the
+    // kernel copies the filter).
     unsafe {
         assert_eq!(
             libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0),

@@ -170,24 +170,6 @@ class _Capture:
         self.shown.clear()
 
 
-def _split_tail(src, filename):
-    """Compiles a cell: (code for every statement, code for the trailing expression or None)."""
-    import _ast
-
-    tree = compile(src, filename, "exec", _ast.PyCF_ONLY_AST)
-    tail = None
-    if tree.body and type(tree.body[-1]) is _ast.Expr:
-        tail = compile(_ast.Expression(body=tree.body.pop().value), filename, "eval")
-    return compile(tree, filename, "exec"), tail
-
-
-def _trimmed_tb(tb, filename):
-    """The traceback from the first frame of the user's cell on: no frame of ours shows."""
-    while tb is not None and tb.tb_frame.f_code.co_filename != filename:
-        tb = tb.tb_next
-    return tb
-
-
 def _error(e, tb):
     """(E2B-shaped error JSON, traceback text) for an uncaught exception."""
     import traceback
@@ -199,24 +181,3 @@ def _error(e, tb):
         value = "<unprintable exception>"
     err = _jdict({"name": _jstr(type(e).__name__), "value": _jstr(value), "traceback": _jstr(text)})
     return err, text
-
-
-def _private_dirs():
-    """matplotlib and friends want a writable config/cache dir; a read-only box has none, and
-    they would print a warning and make temp dirs in the workspace. Point them at private ones."""
-    import os
-
-    home = os.path.expanduser("~")
-    if os.access(home, os.W_OK):
-        return
-    for base in ("/dev/shm", "/tmp", "/run/user"):
-        if os.access(base, os.W_OK):
-            root = base + "/.kern-sandbox-" + str(os.getuid())
-            try:
-                os.makedirs(root, mode=0o700, exist_ok=True)
-            except OSError:
-                continue
-            os.environ.setdefault("MPLCONFIGDIR", root + "/matplotlib")
-            os.environ.setdefault("XDG_CACHE_HOME", root + "/cache")
-            os.environ.setdefault("XDG_CONFIG_HOME", root + "/config")
-            return

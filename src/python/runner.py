@@ -1,18 +1,37 @@
 # One-shot runner: runs /workspace/.cell-<id>.py as `python3 cell.py` would (same stdout, stderr
 # and exit status), and writes its rich results to /workspace/.res-<id>.json, one JSON per line.
+# The capture code (_CAPTURE, prepended as a string) is compiled only when a cell has something
+# to capture: a plain cell pays for the core alone.
+_cap_ns = None
+
+
+def _capture():
+    global _cap_ns
+    if _cap_ns is None:
+        _cap_ns = {"__name__": "kern_capture", "__builtins__": builtins}
+        exec(compile(_CAPTURE, "<kern-capture>", "exec"), _cap_ns)
+        _cap_ns["cap"] = _cap_ns["_Capture"](_lines.append)
+    return _cap_ns
+
+
+def display(*objs, **kwargs):
+    _capture()["cap"].display(*objs, **kwargs)
+
+
+_lines = []
+
+
 def _run():
     run_path = sys.argv[0]
     base = run_path[: run_path.rfind("/") + 1]
     uid = run_path[len(base) + len(".run-"): -len(".py")]
     cell = base + ".cell-" + uid + ".py"
     res = base + ".res-" + uid + ".json"
-    lines = []
-    cap = _Capture(lines.append)
-    builtins.display = cap.display
+    builtins.display = display
     main = type(sys)("__main__")
     main.__file__ = cell
     main.__builtins__ = builtins
-    main.display = cap.display
+    main.display = display
     sys.modules["__main__"] = main
     sys.argv = [cell]
     _private_dirs()
@@ -26,25 +45,32 @@ def _run():
         if tail is not None:
             value = eval(tail, main.__dict__)
             if value is not None:
-                cap.add(_bundle(value), main=True)
+                ns = _capture()
+                ns["cap"].add(ns["_bundle"](value), main=True)
     except SystemExit as e:
         exit_with = e
     except BaseException as e:
-        err, text = _error(e, _trimmed_tb(e.__traceback__, cell))
-        lines.append('{"error":' + err + "}")
+        err, text = _capture()["_error"](e, _trimmed_tb(e.__traceback__, cell))
+        _lines.append('{"error":' + err + "}")
         try:
             sys.stderr.write(text)
         except Exception:
             pass
         exit_with = SystemExit(1)
-    cap.figures()
+    if "matplotlib.pyplot" in sys.modules:
+        _capture()["cap"].figures()
     try:
         import os
 
         # Never through a link or into a FIFO the cell planted at our path.
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-        with open(os.open(res, flags, 0o600), "w", encoding="utf-8", errors="replace") as f:
-            f.write("\n".join(lines))
+        fd = os.open(res, flags, 0o600)
+        try:
+            data = "\n".join(_lines).encode("utf-8", "replace")
+            while data:
+                data = data[os.write(fd, data):]
+        finally:
+            os.close(fd)
     except Exception:
         pass
     if exit_with is not None:

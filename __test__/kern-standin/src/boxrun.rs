@@ -354,13 +354,16 @@ impl StartedFd {
             return None;
         }
         let fd: i32 = std::env::var("KERN_STARTED_FD").ok()?.trim().parse().ok()?;
+        // SAFETY: F_GETFD only probes whether the fd is open.
         (fd > 2 && unsafe { libc::fcntl(fd, libc::F_GETFD) } >= 0).then_some(StartedFd(fd))
     }
 
     /// CLOEXEC, so neither bwrap nor the workload ever holds it; a fd that cannot be protected is
     /// dropped (the caller then reads EOF and falls back), as kern does.
     fn cloexec(self) -> Option<StartedFd> {
+        // SAFETY: fcntl on an int fd; no memory is passed.
         let flags = unsafe { libc::fcntl(self.0, libc::F_GETFD) };
+        // SAFETY: as above; FD_CLOEXEC is the only flag touched.
         (flags >= 0 && unsafe { libc::fcntl(self.0, libc::F_SETFD, flags | libc::FD_CLOEXEC) } >= 0)
             .then_some(self)
     }
@@ -369,12 +372,14 @@ impl StartedFd {
     fn signal(self, memory_signal: u8) {
         let buf = [1u8, memory_signal];
         loop {
+            // SAFETY: `buf` is a live local array of `buf.len()` bytes.
             let n = unsafe { libc::write(self.0, buf.as_ptr().cast(), buf.len()) };
             if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
                 continue;
             }
             break;
         }
+        // SAFETY: we own the fd (kern handed it to us) and close it once, here.
         unsafe { libc::close(self.0) };
     }
 }

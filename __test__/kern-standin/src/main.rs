@@ -66,6 +66,7 @@ const VERSION_ENV: &str = "KERN_STANDIN_VERSION";
 
 fn main() -> ExitCode {
     // A closed reader (`| head`) should end us with SIGPIPE, not a panic on EPIPE - as kern does.
+    // SAFETY: restores a default disposition; no handler is installed.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let raw: Vec<OsString> = std::env::args_os().skip(1).collect();
     let args: Vec<String> = raw

@@ -209,6 +209,7 @@ pub fn run(sb: &Sandbox, reg: &mut Registration) -> Result<i32, Error> {
 
     let mut cmd = Command::new(&bwrap);
     cmd.args(&args);
+    // SAFETY: getpid has no preconditions.
     let parent = unsafe { libc::getpid() };
     // SAFETY: only async-signal-safe calls, no allocation, between fork and exec.
     unsafe {
@@ -394,6 +395,7 @@ fn supervise(bwrap_pid: i32, status: Fd, timeout: u64, reg: &mut Registration) -
             kill_at = None;
             match &pid1_fd {
                 Some(fd) => fd.signal(libc::SIGKILL),
+                // SAFETY: plain syscall on ints; a group that is gone just gives ESRCH.
                 None => unsafe {
                     libc::kill(-bwrap_pid, libc::SIGKILL);
                 },
@@ -419,6 +421,7 @@ fn supervise(bwrap_pid: i32, status: Fd, timeout: u64, reg: &mut Registration) -
                 revents: 0,
             },
         ];
+        // SAFETY: `fds` is a live array of exactly 2 pollfds.
         let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
         if n < 0 {
             if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
@@ -458,6 +461,7 @@ fn supervise(bwrap_pid: i32, status: Fd, timeout: u64, reg: &mut Registration) -
 fn read_some(fd: i32, buf: &mut Vec<u8>) -> bool {
     let mut chunk = [0u8; 512];
     loop {
+        // SAFETY: `chunk` is a live buffer of `chunk.len()` bytes.
         let n = unsafe { libc::read(fd, chunk.as_mut_ptr().cast(), chunk.len()) };
         match n {
             n if n > 0 => {
@@ -485,6 +489,7 @@ fn json_number(buf: &[u8], key: &str) -> Option<i32> {
 fn wait(pid: i32) -> std::process::ExitStatus {
     let mut status = 0;
     loop {
+        // SAFETY: `status` is a live local int; `pid` is our own child.
         let rc = unsafe { libc::waitpid(pid, &mut status, 0) };
         if rc >= 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
             return std::process::ExitStatus::from_raw(status);
@@ -499,6 +504,7 @@ impl Fd {
     /// A CLOEXEC pipe.
     fn pipe() -> Result<(Fd, Fd), Error> {
         let mut p = [0i32; 2];
+        // SAFETY: `p` is a live array of the two ints pipe2 writes.
         if unsafe { libc::pipe2(p.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
             return Err(os_error("pipe2"));
         }
@@ -516,6 +522,7 @@ impl Fd {
 
     /// An inheritable memfd holding `data` (no size limit, unlike a pipe written before spawn).
     fn memfd_with(data: &[u8]) -> Result<Fd, Error> {
+        // SAFETY: the name is a NUL-terminated literal.
         let fd = unsafe { libc::memfd_create(c"kern-standin-exec".as_ptr(), 0) };
         if fd < 0 {
             return Err(os_error("memfd_create"));
@@ -526,6 +533,7 @@ impl Fd {
     }
 
     fn inheritable(&self) -> Result<(), Error> {
+        // SAFETY: fcntl on a fd we own; no memory is passed.
         if unsafe { libc::fcntl(self.0, libc::F_SETFD, 0) } != 0 {
             return Err(os_error("fcntl"));
         }
@@ -535,12 +543,14 @@ impl Fd {
 
 impl Drop for Fd {
     fn drop(&mut self) {
+        // SAFETY: we own the fd and close it once, on drop.
         unsafe { libc::close(self.0) };
     }
 }
 
 fn write_all(fd: i32, mut data: &[u8]) -> Result<(), Error> {
     while !data.is_empty() {
+        // SAFETY: `data` is a live slice of `data.len()` bytes.
         let n = unsafe { libc::write(fd, data.as_ptr().cast(), data.len()) };
         if n < 0 {
             if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
@@ -571,15 +581,18 @@ mod signals {
     extern "C" fn on_signal(sig: libc::c_int) {
         // Asked twice: the box's own handling is not our problem any more.
         if RECEIVED.fetch_add(1, Ordering::SeqCst) > 0 {
+            // SAFETY: _exit is async-signal-safe.
             unsafe { libc::_exit(128 + sig) };
         }
         let pid = BOX_PID.load(Ordering::SeqCst);
         if pid > 0 {
+            // SAFETY: kill is async-signal-safe; the pid is the box's init.
             unsafe { libc::kill(pid, sig) };
         }
     }
 
     fn mask() -> libc::sigset_t {
+        // SAFETY: a zeroed sigset_t is a valid argument for sigemptyset, which fills it.
         unsafe {
             let mut set: libc::sigset_t = std::mem::zeroed();
             libc::sigemptyset(&mut set);
@@ -592,6 +605,7 @@ mod signals {
 
     pub fn block() {
         let set = mask();
+        // SAFETY: `set` is a valid, initialised sigset_t.
         unsafe { libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
     }
 
@@ -599,6 +613,8 @@ mod signals {
     pub fn forward_to(pid: i32) {
         BOX_PID.store(pid, Ordering::SeqCst);
         let set = mask();
+        // SAFETY: `sa` is fully set up (zeroed, then handler and mask) before sigaction reads it;
+        // the handler only does async-signal-safe work.
         unsafe {
             let mut sa: libc::sigaction = std::mem::zeroed();
             sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;

@@ -110,6 +110,8 @@ fn drop_ambient_caps() {
         inheritable: u32,
     }
     const VERSION_3: u32 = 0x2008_0522;
+    // SAFETY: prctl takes plain ints; capget/capset get live, #[repr(C)] header and data
+    // structs of the layout the kernel expects for _LINUX_CAPABILITY_VERSION_3.
     unsafe {
         libc::prctl(
             libc::PR_CAP_AMBIENT,
@@ -150,6 +152,7 @@ fn set_env(env: &[(String, String)]) {
     unsafe { libc::clearenv() };
     for (k, v) in env {
         if let (Ok(k), Ok(v)) = (CString::new(k.as_str()), CString::new(v.as_str())) {
+            // SAFETY: NUL-terminated CStrings alive for the call; single-threaded, as above.
             unsafe { libc::setenv(k.as_ptr(), v.as_ptr(), 1) };
         }
     }
@@ -192,9 +195,11 @@ fn apparmor_onexec(profile: &str) -> Result<(), String> {
 
 /// Descriptors the caller leaked into bwrap must not reach the workload.
 fn shed_inherited_fds() {
+    // SAFETY: close_range takes plain ints; the fds past 2 are leaks, nothing of ours.
     let rc = unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) };
     if rc != 0 {
         for fd in 3..1024 {
+            // SAFETY: as above, on a kernel without close_range.
             unsafe { libc::close(fd) };
         }
     }
@@ -209,6 +214,7 @@ fn exec(spec: &ExecSpec) -> ! {
     let mut ptrs: Vec<*const libc::c_char> = cargs.iter().map(|c| c.as_ptr()).collect();
     ptrs.push(std::ptr::null());
     // execvp searches the PATH just set above, as kern's does.
+    // SAFETY: `ptrs` is a NULL-terminated array of pointers into `cargs`, alive for the call.
     unsafe { libc::execvp(ptrs[0], ptrs.as_ptr()) };
     let err = std::io::Error::last_os_error();
     let cmd = &spec.argv[0];

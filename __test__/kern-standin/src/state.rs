@@ -29,6 +29,7 @@ pub fn dir() -> PathBuf {
     if let Some(d) = nonempty("XDG_RUNTIME_DIR") {
         return PathBuf::from(d).join("kern-standin");
     }
+    // SAFETY: getuid has no preconditions.
     PathBuf::from(format!("/tmp/kern-standin-{}", unsafe { libc::getuid() }))
 }
 
@@ -359,6 +360,7 @@ fn teardown(b: &Record, grace: Duration) -> bool {
 
 fn send(pid: i32, sig: i32) {
     if pid > 0 {
+        // SAFETY: plain syscall; `pid > 0` never names a group.
         unsafe { libc::kill(pid, sig) };
     }
 }
@@ -366,6 +368,7 @@ fn send(pid: i32, sig: i32) {
 /// Never let a bogus pid turn into `kill(-1)` / `kill(0)`.
 fn kill_group(pgid: i32, sig: i32) {
     if pgid > 1 {
+        // SAFETY: plain syscall; `pgid > 1` keeps this off kill(-1) and kill(0).
         unsafe { libc::kill(-pgid, sig) };
     }
 }
@@ -390,6 +393,7 @@ fn catches(pid: i32, sig: i32) -> bool {
 fn wait_gone(pid: i32, limit: Duration) -> bool {
     let deadline = Instant::now() + limit;
     while Instant::now() < deadline {
+        // SAFETY: signal 0 only probes.
         if unsafe { libc::kill(pid, 0) } != 0 || is_zombie(pid) {
             return true;
         }
@@ -406,6 +410,7 @@ impl PidFd {
         if pid <= 0 {
             return None;
         }
+        // SAFETY: pidfd_open takes plain ints.
         let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
         (fd >= 0).then_some(PidFd(fd))
     }
@@ -415,6 +420,7 @@ impl PidFd {
     }
 
     pub fn signal(&self, sig: i32) {
+        // SAFETY: a fd we own; a NULL siginfo is allowed.
         unsafe {
             libc::syscall(
                 libc::SYS_pidfd_send_signal,
@@ -437,6 +443,7 @@ impl PidFd {
                 revents: 0,
             };
             let ms = left.as_millis().min(i32::MAX as u128) as i32;
+            // SAFETY: `p` is a live pollfd.
             match unsafe { libc::poll(&mut p, 1, ms) } {
                 n if n > 0 => return true,
                 0 => return false,
@@ -449,6 +456,7 @@ impl PidFd {
 
 impl Drop for PidFd {
     fn drop(&mut self) {
+        // SAFETY: we own the fd and close it once, on drop.
         unsafe { libc::close(self.0) };
     }
 }

@@ -179,12 +179,14 @@ fn supervisor_signals_follow_kern() {
     let m = marker_sleep();
     let mut child = spawn_box(&env, &unique("sig"), &["sleep", &m]);
     wait_running(&m, 2); // the supervisor's argv carries it too
+                         // SAFETY: plain syscall on our own child's pid.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     std::thread::sleep(Duration::from_millis(500));
     assert!(
         child.try_wait().unwrap().is_none(),
         "one SIGTERM must not end the box"
     );
+    // SAFETY: as above.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     assert_eq!(
         wait_deadline(&mut child, Duration::from_secs(20)).code(),

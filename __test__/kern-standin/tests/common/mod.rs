@@ -163,6 +163,7 @@ pub fn assert_no_survivor(marker: &str) {
 pub fn run_with_started_fd(cmd: &mut Command) -> (Vec<u8>, Output) {
     let mut fds = [0i32; 2];
     // CLOEXEC: no concurrently spawned child may inherit the write end and delay our EOF.
+    // SAFETY: `fds` is a live array of the two ints pipe2 writes.
     assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
     let (rd, wr) = (fds[0], fds[1]);
     cmd.env("KERN_STARTED_FD", "9");
@@ -176,6 +177,7 @@ pub fn run_with_started_fd(cmd: &mut Command) -> (Vec<u8>, Output) {
         });
     }
     let child = cmd.spawn().expect("spawn stand-in");
+    // SAFETY: our copy of the write end, closed once; the child holds its own at fd 9.
     unsafe { libc::close(wr) };
     let reader = std::thread::spawn(move || {
         // SAFETY: `rd` is ours alone.

@@ -1,0 +1,41 @@
+'use strict'
+// A teardown that cannot confirm the box is gone says so in the fault, never claims a clean end.
+
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const { fakeKern, sandboxWith } = require('./helpers')
+
+test('no survivors, as data: a box kern still lists after the teardown is reported in the fault', async () => {
+  const fake = fakeKern({ sleepMs: 60_000, psLists: true })
+  const sbx = await sandboxWith(fake.bin, { timeoutS: 1 }).open()
+  try {
+    const r = await sbx.run(['true'])
+    assert.equal(r.fault && r.fault.type, 'timeout')
+    assert.match(r.fault.message, /surviv|still/i, r.fault.message)
+  } finally {
+    await sbx.close()
+  }
+  const clean = fakeKern({ sleepMs: 60_000 })
+  const ok = await sandboxWith(clean.bin, { timeoutS: 1 }).open()
+  try {
+    const r = await ok.run(['true'])
+    assert.equal(r.fault && r.fault.type, 'timeout')
+    assert.doesNotMatch(r.fault.message, /surviv|still/i, 'nothing survived: the message does not claim so')
+  } finally {
+    await ok.close()
+  }
+})
+
+test('no survivors, as data: a kern ps that does not answer is not taken as "nothing survived"', async () => {
+  // The box is still listed, but `kern ps` answers slowly (a loaded machine): the binding must not
+  // report a clean teardown it could not confirm.
+  const fake = fakeKern({ sleepMs: 60_000, psLists: true, psDelayMs: 1000 })
+  const sbx = await sandboxWith(fake.bin, { timeoutS: 1 }).open()
+  try {
+    const r = await sbx.run(['true'])
+    assert.equal(r.fault && r.fault.type, 'timeout')
+    assert.match(r.fault.message, /surviv|still|confirm|unknown|could not/i, r.fault.message)
+  } finally {
+    await sbx.close()
+  }
+})

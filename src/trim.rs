@@ -1,0 +1,73 @@
+//! Handing memory freed after big outputs back to the OS.
+//!
+//! glibc keeps freed memory in its arenas, so after a few concurrent floods RSS would otherwise
+//! stay at its peak (measured: 520 MiB peak, 360 MiB after). A call that read a lot marks it;
+//! the next call (or close) and a few delayed timers trim the arenas.
+
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// Set when a call read a lot of output; the next call (or close) hands the freed memory back.
+static BIG_OUTPUT: AtomicBool = AtomicBool::new(false);
+/// What counts as a lot: a call's total read, or one buffer.
+const BIG: usize = 1 << 20;
+
+/// Returns freed capture buffers to the OS, if a call read a lot since the last time.
+pub fn release_freed_memory() {
+    if BIG_OUTPUT.swap(false, Ordering::AcqRel) {
+        trim();
+    }
+}
+
+/// A call read `total` bytes of output: past [`BIG`], the memory that held them is trimmed later
+/// (floods past the cap still passed through, and were freed from, our buffers).
+pub fn after_output(total: usize) {
+    if total >= BIG {
+        BIG_OUTPUT.store(true, Ordering::Release);
+        schedule_trims();
+    }
+}
+
+fn trim() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks and trims glibc's own arenas.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// The chunks streamed to JS are freed only when V8 collects their Buffers, after the call. A few
+/// delayed trims catch that memory too; one timer at a time, on tokio (never keeps Node alive).
+fn schedule_trims() {
+    static RUNNING: AtomicBool = AtomicBool::new(false);
+    if RUNNING.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    tokio::spawn(async {
+        for _ in 0..5 {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            trim();
+        }
+        RUNNING.store(false, Ordering::Release);
+    });
+}
+
+/// Frees a buffer and hands its pages back to the OS now: glibc would keep a big freed block in
+/// its arena (its mmap threshold grows with use), and V8 collects strings made from captures at
+/// any time, long after the trims scheduled by the call.
+pub fn free_now(buf: Vec<u8>) {
+    let cap = buf.capacity();
+    if cap >= BIG {
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
+        let start = (buf.as_ptr() as usize).next_multiple_of(page);
+        let end = (buf.as_ptr() as usize + cap) & !(page - 1);
+        if end > start {
+            // SAFETY: whole pages inside our own allocation, which is not read again before the
+            // free; DONTNEED only makes them read back as zeros.
+            unsafe { libc::madvise(start as *mut c_void, end - start, libc::MADV_DONTNEED) };
+        }
+    }
+    drop(buf);
+}
