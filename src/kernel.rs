@@ -5,6 +5,7 @@
 //! violation or the box's death tears the kernel down; an abort interrupts the cell
 //! (KeyboardInterrupt) and tears down only a cell that does not stop within a grace.
 
+use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -12,7 +13,7 @@ use std::time::{Duration, Instant};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::Status;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, watch};
 
 use crate::cancel::{Cancel, StopReason};
 use crate::errors::{Error, Result};
@@ -42,15 +43,53 @@ pub struct CellOptions {
     pub cancel: Arc<Cancel>,
 }
 
+/// How a cell is answered: called once, from the serving task, with the cell's outcome.
+pub type ReplyFn = Box<dyn FnOnce(Result<Outcome>) + Send>;
+
+/// Answers a cell exactly once: a cell dropped unanswered (a panic in the serving task, a kernel
+/// gone) still settles its promise.
+struct Reply(Option<ReplyFn>);
+
+impl Reply {
+    fn send(mut self, r: Result<Outcome>) {
+        if let Some(f) = self.0.take() {
+            f(r);
+        }
+    }
+}
+
+impl Drop for Reply {
+    fn drop(&mut self) {
+        if let Some(f) = self.0.take() {
+            f(Err(Error::sandbox(
+                "the kernel stopped before answering this cell",
+            )));
+        }
+    }
+}
+
 struct Cell {
-    code: String,
+    /// The cell frame, ready to write.
+    frame: Vec<u8>,
+    /// Already written by `submit` (the kernel was idle).
+    sent: bool,
     opts: CellOptions,
-    reply: oneshot::Sender<Result<Outcome>>,
+    reply: Reply,
+}
+
+/// What `submit` (on the JS thread) and the serving task share.
+struct Shared {
+    /// Cells submitted and not yet answered.
+    pending: usize,
+    /// A second handle on the box's stdin, for writing a cell at once when the kernel is idle:
+    /// the interpreter starts on it while the serving task is still waking up.
+    stdin: Option<OwnedFd>,
 }
 
 /// What the rest of the binding holds of a kernel.
 pub struct Kernel {
     queue: Mutex<Option<mpsc::UnboundedSender<Cell>>>,
+    shared: Arc<Mutex<Shared>>,
     alive: Arc<AtomicBool>,
     /// Why the kernel stopped serving, for the SandboxError of later cells.
     ended: Arc<Mutex<Option<String>>>,
@@ -66,6 +105,10 @@ struct Server {
     cap: usize,
     marker: String,
     count: u32,
+    shared: Arc<Mutex<Shared>>,
+    alive: Arc<AtomicBool>,
+    /// Frames that arrived before the serving task took up the cell `submit` had already sent.
+    early: std::collections::VecDeque<(u8, Vec<u8>)>,
 }
 
 enum CellEnd {
@@ -94,6 +137,14 @@ impl Kernel {
             std::mem::replace(&mut boxed.stdout, dead_receiver()?),
             cap.max(1 << 20) + 1024,
         );
+        let sync_stdin = match boxed.stdin.as_ref() {
+            Some(w) => Some(dup_fd(w)?),
+            None => None,
+        };
+        let shared = Arc::new(Mutex::new(Shared {
+            pending: 0,
+            stdin: sync_stdin,
+        }));
         let mut server = Server {
             boxed,
             frames,
@@ -101,6 +152,9 @@ impl Kernel {
             cap,
             marker,
             count: 0,
+            shared: shared.clone(),
+            alive: Arc::new(AtomicBool::new(true)),
+            early: Default::default(),
         };
         let ready = tokio::time::timeout(startup, server.frames.next()).await;
         match ready {
@@ -111,6 +165,7 @@ impl Kernel {
                     _ => server.startup_failure().await,
                 };
                 server.boxed.tear_down().await;
+                server.lock().stdin = None;
                 return Err(Error::sandbox(why));
             }
         }
@@ -118,7 +173,8 @@ impl Kernel {
         let (done_tx, done_rx) = watch::channel(false);
         let kernel = Arc::new(Kernel {
             queue: Mutex::new(Some(tx)),
-            alive: Arc::new(AtomicBool::new(true)),
+            shared,
+            alive: server.alive.clone(),
             ended: Default::default(),
             shutdown: Default::default(),
             finished: done_rx,
@@ -149,28 +205,38 @@ impl Kernel {
         ))
     }
 
-    /// Queues a cell (synchronously, so cells run in call order) and returns its answer.
-    pub fn submit(
-        &self,
-        code: String,
-        opts: CellOptions,
-    ) -> Result<oneshot::Receiver<Result<Outcome>>> {
-        let (reply, rx) = oneshot::channel();
+    /// Queues a cell (synchronously, so cells run in call order); `reply` gets its outcome, or
+    /// the SandboxError of a closed kernel. An idle kernel gets the cell at once, written from here.
+    pub fn submit(&self, code: &str, opts: CellOptions, reply: ReplyFn) {
+        let reply = Reply(Some(reply));
+        let frame = protocol::encode(protocol::CELL, code.as_bytes());
         let queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
-        match queue.as_ref() {
-            Some(q) if self.alive() => q
-                .send(Cell { code, opts, reply })
-                .map_err(|_| self.closed_error())?,
-            _ => return Err(self.closed_error()),
-        }
-        Ok(rx)
-    }
-
-    /// The answer to a submitted cell.
-    pub async fn answer(&self, rx: oneshot::Receiver<Result<Outcome>>) -> Result<Outcome> {
-        match rx.await {
-            Ok(r) => r,
-            Err(_) => Err(self.closed_error()),
+        let Some(q) = queue.as_ref().filter(|_| self.alive()) else {
+            return reply.send(Err(self.closed_error()));
+        };
+        let mut shared = self.shared.lock().unwrap_or_else(|p| p.into_inner());
+        // A write of at most PIPE_BUF bytes to a pipe is all or nothing: it never leaves half a
+        // frame for the serving task to finish.
+        let sent = shared.pending == 0
+            && frame.len() <= libc::PIPE_BUF
+            && shared
+                .stdin
+                .as_ref()
+                .is_some_and(|fd| rustix::io::write(fd, &frame) == Ok(frame.len()));
+        shared.pending += 1;
+        drop(shared);
+        let cell = Cell {
+            frame,
+            sent,
+            opts,
+            reply,
+        };
+        if let Err(mpsc::error::SendError(cell)) = q.send(cell) {
+            self.shared
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .pending -= 1;
+            cell.reply.send(Err(self.closed_error()));
         }
     }
 
@@ -178,10 +244,17 @@ impl Kernel {
     /// box is gone. Idempotent.
     pub async fn close(&self) {
         self.queue.lock().unwrap_or_else(|p| p.into_inner()).take();
+        self.shared.lock().unwrap_or_else(|p| p.into_inner()).stdin = None;
         self.shutdown.fire(StopReason::Closed);
         let mut done = self.finished.clone();
         let _ = done.wait_for(|d| *d).await;
     }
+}
+
+fn dup_fd(w: &tokio::net::unix::pipe::Sender) -> Result<OwnedFd> {
+    use std::os::fd::AsFd;
+    rustix::io::fcntl_dupfd_cloexec(w.as_fd(), 0)
+        .map_err(|e| Error::io("could not duplicate the kernel's stdin", e.into()))
 }
 
 fn dead_receiver() -> Result<tokio::net::unix::pipe::Receiver> {
@@ -242,8 +315,9 @@ impl Server {
                 cell = queue.recv() => match cell {
                     None => break self.close_gracefully().await,
                     Some(cell) => {
-                        if cell.opts.cancel.reason().is_some() {
-                            let _ = cell.reply.send(Err(Error::Aborted));
+                        if cell.opts.cancel.reason().is_some() && !cell.sent {
+                            self.lock().pending -= 1;
+                            cell.reply.send(Err(Error::Aborted));
                             continue;
                         }
                         if let CellEnd::Gone(why) = self.run_cell(cell, shutdown).await {
@@ -253,8 +327,13 @@ impl Server {
                 },
                 // Between cells nothing should arrive but a background thread's output, which no
                 // cell owns; EOF means the box died.
-                frame = self.frames.next() => match frame {
-                    Ok(Some(_)) => continue,
+                frame = self.frames.next(), if self.early.len() < 1024 => match frame {
+                    Ok(Some(f)) => {
+                        if self.lock().pending > 0 {
+                            self.early.push_back(f);
+                        }
+                        continue;
+                    }
                     Ok(None) | Err(_) => {
                         let why = self.death_message().await;
                         self.boxed.tear_down().await;
@@ -264,16 +343,21 @@ impl Server {
             }
         };
         alive.store(false, Ordering::Release);
+        self.lock().stdin = None;
         queue.close();
         while let Ok(cell) = queue.try_recv() {
-            let _ = cell
-                .reply
+            cell.reply
                 .send(Err(Error::sandbox(format!("the kernel is closed: {why}"))));
         }
         why
     }
 
+    fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
+        self.shared.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     async fn close_gracefully(&mut self) -> String {
+        self.lock().stdin = None;
         // EOF on stdin ends the driver's read loop; the box then exits by itself.
         self.boxed.stdin = None;
         if self.boxed.exited_within(CLOSE_GRACE).await.is_none() {
@@ -286,7 +370,31 @@ impl Server {
     }
 
     async fn run_cell(&mut self, cell: Cell, shutdown: &Cancel) -> CellEnd {
-        let Cell { code, opts, reply } = cell;
+        let Cell {
+            frame,
+            sent,
+            opts,
+            reply,
+        } = cell;
+        let (end, answer) = self.serve_cell(frame, sent, opts, shutdown).await;
+        self.lock().pending -= 1;
+        self.early.clear();
+        if let CellEnd::Gone(_) = end {
+            // Before the answer: whoever sees a torn-down result sees a dead kernel.
+            self.alive.store(false, Ordering::Release);
+            self.lock().stdin = None;
+        }
+        reply.send(answer);
+        end
+    }
+
+    async fn serve_cell(
+        &mut self,
+        frame: Vec<u8>,
+        sent: bool,
+        opts: CellOptions,
+        shutdown: &Cancel,
+    ) -> (CellEnd, Result<Outcome>) {
         let t0 = Instant::now();
         self.count += 1;
         let count = self.count;
@@ -299,17 +407,18 @@ impl Server {
             err_sink: opts.on_stderr.map(Sink::new),
             on_result: opts.on_result,
         };
-        let frame = protocol::encode(protocol::CELL, code.as_bytes());
-        drop(code);
-        let sent = match self.boxed.stdin.as_mut() {
-            Some(w) => w.write_all(&frame).await.is_ok(),
-            None => false,
-        };
-        if !sent {
+        let written = sent
+            || match self.boxed.stdin.as_mut() {
+                Some(w) => w.write_all(&frame).await.is_ok(),
+                None => false,
+            };
+        if !written {
             let why = self.death_message().await;
             self.boxed.tear_down().await;
-            let _ = reply.send(Err(Error::sandbox(format!("the kernel is closed: {why}"))));
-            return CellEnd::Gone(why);
+            return (
+                CellEnd::Gone(why.clone()),
+                Err(Error::sandbox(format!("the kernel is closed: {why}"))),
+            );
         }
         drop(frame);
         let deadline = tokio::time::sleep(opts.timeout);
@@ -330,20 +439,19 @@ impl Server {
         };
         loop {
             tokio::select! {
-                frame = self.frames.next() => {
+                frame = next_frame(&mut self.early, &mut self.frames) => {
                     let (kind, payload) = match frame {
                         Ok(Some(f)) => f,
                         Ok(None) | Err(ReadError::Io) => {
                             let (fault, why) = self.died_in_cell().await;
                             c.finish_streams().await;
-                            let _ = reply.send(match fault {
+                            return (CellEnd::Gone(why.clone()), match fault {
                                 Some(f) => Ok(outcome(c, TORN_DOWN, Some(f))),
                                 None => Err(Error::sandbox(why.clone())),
                             });
-                            return CellEnd::Gone(why);
                         }
                         Err(ReadError::Oversize(n)) => {
-                            return self.torn_down(c, reply, outcome, "killed", format!(
+                            return self.torn_down(c, outcome, "killed", format!(
                                 "the kernel sent a {n}-byte frame, past the maxOutputBytes cap of {} bytes; the kernel was torn down", self.cap)).await;
                         }
                     };
@@ -351,7 +459,7 @@ impl Server {
                         protocol::STDOUT | protocol::STDERR | protocol::RESULT | protocol::ERROR => {
                             c.total += payload.len();
                             if c.total > self.cap {
-                                return self.torn_down(c, reply, outcome, "killed", format!(
+                                return self.torn_down(c, outcome, "killed", format!(
                                     "the cell's output passed the maxOutputBytes cap of {} bytes; the kernel was torn down", self.cap)).await;
                             }
                             match kind {
@@ -376,34 +484,32 @@ impl Server {
                         protocol::DONE => {
                             let rc = std::str::from_utf8(&payload).ok().and_then(|s| s.parse::<i32>().ok());
                             let Some(rc) = rc else {
-                                return self.torn_down(c, reply, outcome, "killed",
+                                return self.torn_down(c, outcome, "killed",
                                     "the kernel sent a done frame with no usable exit code; the kernel was torn down".into()).await;
                             };
                             c.finish_streams().await;
-                            let _ = reply.send(if interrupted {
+                            return (CellEnd::Served, if interrupted {
                                 Err(Error::Aborted)
                             } else {
                                 Ok(outcome(c, rc, None))
                             });
-                            return CellEnd::Served;
                         }
                         _ => {
-                            return self.torn_down(c, reply, outcome, "killed",
+                            return self.torn_down(c, outcome, "killed",
                                 format!("the kernel sent an unknown frame ({kind:#04x}); the kernel was torn down")).await;
                         }
                     }
                 }
                 _ = &mut deadline, if !interrupted => {
                     let secs = fault::fmt_secs(opts.timeout.as_secs_f64());
-                    return self.torn_down(c, reply, outcome, "timeout", format!(
+                    return self.torn_down(c, outcome, "timeout", format!(
                         "the cell exceeded the {secs}s time limit; the kernel was torn down")).await;
                 }
                 _ = opts.cancel.fired(), if !interrupted => {
                     if opts.cancel.reason() == Some(StopReason::Closed) {
                         self.boxed.tear_down().await;
                         c.finish_streams().await;
-                        let _ = reply.send(Err(Error::sandbox("the sandbox was closed while the cell was running")));
-                        return CellEnd::Gone("the sandbox was closed".into());
+                        return (CellEnd::Gone("the sandbox was closed".into()), Err(Error::sandbox("the sandbox was closed while the cell was running")));
                     }
                     interrupted = true;
                     if !self.interrupt() {
@@ -415,14 +521,12 @@ impl Server {
                 _ = &mut grace, if interrupted => {
                     self.boxed.tear_down().await;
                     c.finish_streams().await;
-                    let _ = reply.send(Err(Error::Aborted));
-                    return CellEnd::Gone("a cell was aborted and did not stop when interrupted".into());
+                    return (CellEnd::Gone("a cell was aborted and did not stop when interrupted".into()), Err(Error::Aborted));
                 }
                 _ = shutdown.fired() => {
                     self.boxed.tear_down().await;
                     c.finish_streams().await;
-                    let _ = reply.send(Err(Error::sandbox("the kernel was closed while the cell was running")));
-                    return CellEnd::Gone("close() was called".into());
+                    return (CellEnd::Gone("close() was called".into()), Err(Error::sandbox("the kernel was closed while the cell was running")));
                 }
             }
         }
@@ -431,11 +535,10 @@ impl Server {
     async fn torn_down(
         &mut self,
         mut c: Collect,
-        reply: oneshot::Sender<Result<Outcome>>,
         outcome: impl FnOnce(Collect, i32, Option<Fault>) -> Outcome,
         kind: &'static str,
         message: String,
-    ) -> CellEnd {
+    ) -> (CellEnd, Result<Outcome>) {
         let survivors = self.boxed.tear_down().await;
         c.finish_streams().await;
         let mut msg = message.clone();
@@ -443,12 +546,8 @@ impl Server {
             msg.push_str("; ");
             msg.push_str(&s);
         }
-        let _ = reply.send(Ok(outcome(
-            c,
-            TORN_DOWN,
-            Some(Fault { kind, message: msg }),
-        )));
-        CellEnd::Gone(message)
+        let fault = Some(Fault { kind, message: msg });
+        (CellEnd::Gone(message), Ok(outcome(c, TORN_DOWN, fault)))
     }
 
     /// The box died under a cell: a fault to report, or (never started) a startup error.
@@ -560,4 +659,15 @@ fn find_driver(kern_pid: i32, marker: &str) -> Option<i32> {
                     .is_some_and(|last| last == marker.as_bytes())
             })
     })
+}
+
+/// The next frame of the running cell: any that arrived early first.
+async fn next_frame(
+    early: &mut std::collections::VecDeque<(u8, Vec<u8>)>,
+    frames: &mut FrameReader<tokio::net::unix::pipe::Receiver>,
+) -> std::result::Result<Option<(u8, Vec<u8>)>, ReadError> {
+    match early.pop_front() {
+        Some(f) => Ok(Some(f)),
+        None => frames.next().await,
+    }
 }

@@ -32,7 +32,7 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use napi::bindgen_prelude::{Buffer, Either, PromiseRaw};
+use napi::bindgen_prelude::{Buffer, Either, Object, PromiseRaw};
 use napi::Env;
 use napi_derive::napi;
 
@@ -346,6 +346,9 @@ impl NativeSandbox {
     }
 }
 
+/// Settles a kernel cell's promise on the JS thread.
+type Resolver = Box<dyn FnOnce(Env) -> napi::Result<NativeResult> + Send>;
+
 /// The native half of `Kernel`.
 #[napi]
 pub struct NativeKernel {
@@ -363,7 +366,8 @@ impl NativeKernel {
         self.inner.alive()
     }
 
-    /// Queues a cell now (cells run in call order) and resolves with its result.
+    /// Queues a cell now (cells run in call order) and resolves with its result. The serving
+    /// task settles the promise itself, with no task of its own in between.
     #[napi(ts_return_type = "Promise<NativeResult>")]
     pub fn run_code<'e>(
         &self,
@@ -373,7 +377,7 @@ impl NativeKernel {
         on_stdout: Option<ChunkFn>,
         on_stderr: Option<ChunkFn>,
         on_result: Option<ResultFn>,
-    ) -> napi::Result<PromiseRaw<'e, NativeResult>> {
+    ) -> napi::Result<Object<'e>> {
         if code.contains('\0') {
             return Err(Error::sandbox("code must be a string with no NUL byte").into());
         }
@@ -382,28 +386,27 @@ impl NativeKernel {
             None => self.timeout_s,
         };
         let registered = call.call_id.map(|id| self.session.register_call(id));
-        let queued = self.inner.submit(
-            code,
-            CellOptions {
-                timeout: std::time::Duration::from_secs_f64(timeout_s),
-                on_stdout,
-                on_stderr,
-                on_result,
-                cancel: registered
-                    .as_ref()
-                    .map(|c| c.cancel.clone())
-                    .unwrap_or_default(),
-            },
-        );
-        let k = self.inner.clone();
-        promise(env, async move {
-            let r = match queued {
-                Ok(rx) => k.answer(rx).await,
-                Err(e) => Err(e),
-            };
+        let cancel = registered
+            .as_ref()
+            .map(|c| c.cancel.clone())
+            .unwrap_or_default();
+        let (deferred, promise) = env.create_deferred::<NativeResult, Resolver>()?;
+        let reply = Box::new(move |r: errors::Result<Outcome>| {
             drop(registered);
-            r.map(NativeResult::from)
-        })
+            match r {
+                Ok(o) => deferred.resolve(Box::new(move |_| Ok(NativeResult::from(o)))),
+                Err(e) => deferred.reject(e.into()),
+            }
+        });
+        let opts = CellOptions {
+            timeout: std::time::Duration::from_secs_f64(timeout_s),
+            on_stdout,
+            on_stderr,
+            on_result,
+            cancel,
+        };
+        self.inner.submit(&code, opts, reply);
+        Ok(promise)
     }
 
     #[napi(ts_return_type = "Promise<void>")]
