@@ -328,6 +328,30 @@ function bytesOption(method, opts) {
 
 let nextCallId = 1
 
+/** One box or kernel call: its callbacks resolved against the session's (`session.onStdout`,
+ * `onStderr`), its AbortSignal wired to `cancel(callId)`, its native errors mapped. `invoke(callId,
+ * onStdout, onStderr)` starts it and returns the native promise. */
+async function nativeCall(opts, session, cancel, invoke) {
+  checkCallback('onResult', opts.onResult)
+  const signal = checkSignal(opts.signal)
+  if (signal && signal.aborted) throw signal.reason
+  const onStdout = opts.onStdout !== undefined ? opts.onStdout : session.onStdout
+  const onStderr = opts.onStderr !== undefined ? opts.onStderr : session.onStderr
+  checkCallback('onStdout', onStdout)
+  checkCallback('onStderr', onStderr)
+  const callId = signal ? nextCallId++ : undefined
+  const onAbort = () => cancel(callId)
+  try {
+    const pending = invoke(callId, chunkSink(onStdout), chunkSink(onStderr))
+    if (signal) signal.addEventListener('abort', onAbort, { once: true })
+    return await pending
+  } catch (e) {
+    throw fromNative(e, signal)
+  } finally {
+    if (signal) signal.removeEventListener('abort', onAbort)
+  }
+}
+
 /** A native result as an ExecutionResult; `onResult` sees each result not yet delivered. */
 function finishResult(r, onResult, delivered = []) {
   const { results, error } = richOf(r.rich, r.executionCount ?? null)
@@ -425,27 +449,12 @@ class Sandbox {
   }
 
   async #call(opts, invoke) {
-    checkCallback('onResult', opts.onResult)
-    const signal = checkSignal(opts.signal)
-    if (signal && signal.aborted) throw signal.reason
-    const onStdout = opts.onStdout !== undefined ? opts.onStdout : this.onStdout
-    const onStderr = opts.onStderr !== undefined ? opts.onStderr : this.onStderr
-    checkCallback('onStdout', onStdout)
-    checkCallback('onStderr', onStderr)
     const timeoutS = opts.timeoutS ?? this.timeoutS
     if (typeof timeoutS !== 'number') throw new SandboxError('timeoutS must be a positive number of seconds')
-    const callId = signal ? nextCallId++ : undefined
-    const onAbort = () => this.#native.cancel(callId)
-    try {
-      const pending = invoke({ timeoutS, callId }, chunkSink(onStdout), chunkSink(onStderr))
-      if (signal) signal.addEventListener('abort', onAbort, { once: true })
-      const r = await pending
-      return finishResult(r, opts.onResult)
-    } catch (e) {
-      throw fromNative(e, signal)
-    } finally {
-      if (signal) signal.removeEventListener('abort', onAbort)
-    }
+    const r = await nativeCall(opts, this, (id) => this.#native.cancel(id), (callId, out, err) =>
+      invoke({ timeoutS, callId }, out, err),
+    )
+    return finishResult(r, opts.onResult)
   }
 
   /** Starts a warm Python interpreter in one long-lived box on this session's workspace: cells
@@ -524,15 +533,6 @@ class Kernel {
     if (opts.timeoutS != null && (typeof opts.timeoutS !== 'number' || !(opts.timeoutS > 0))) {
       throw new SandboxError('timeoutS must be a positive number of seconds')
     }
-    const onStdout = opts.onStdout !== undefined ? opts.onStdout : this.#sandbox.onStdout
-    const onStderr = opts.onStderr !== undefined ? opts.onStderr : this.#sandbox.onStderr
-    checkCallback('onStdout', onStdout)
-    checkCallback('onStderr', onStderr)
-    checkCallback('onResult', opts.onResult)
-    const signal = checkSignal(opts.signal)
-    if (signal && signal.aborted) throw signal.reason
-    const callId = signal ? nextCallId++ : undefined
-    const onAbort = () => this.#cancel(callId)
     const delivered = []
     let settled = false
     const onResult = opts.onResult
@@ -546,19 +546,14 @@ class Kernel {
         }
       : undefined
     try {
-      const pending = this.#native.runCode(
-        code, { timeoutS: opts.timeoutS ?? undefined, callId }, chunkSink(onStdout), chunkSink(onStderr), onResult,
+      const r = await nativeCall(opts, this.#sandbox, this.#cancel, (callId, out, err) =>
+        this.#native.runCode(code, { timeoutS: opts.timeoutS ?? undefined, callId }, out, err, onResult),
       )
-      if (signal) signal.addEventListener('abort', onAbort, { once: true })
-      const r = await pending
       settled = true
       for (const x of delivered) x.executionCount = r.executionCount ?? null
       return finishResult(r, opts.onResult, delivered)
-    } catch (e) {
-      throw fromNative(e, signal)
     } finally {
       settled = true
-      if (signal) signal.removeEventListener('abort', onAbort)
     }
   }
 

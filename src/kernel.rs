@@ -1,7 +1,8 @@
 //! The warm kernel: one resident Python interpreter in a long-lived box, fed cells over a pipe.
 //!
-//! One task owns the box and serves cells strictly in the order they were queued; each cell is
-//! answered on its own channel. A per-cell deadline, an output past `maxOutputBytes`, a protocol
+//! One task owns the box and serves cells strictly in the order they were queued, settling each
+//! cell's promise itself; an idle kernel gets a new cell written at once from the JS thread, so
+//! the interpreter starts while that task wakes up. A per-cell deadline, an output past `maxOutputBytes`, a protocol
 //! violation or the box's death tears the kernel down; an abort interrupts the cell
 //! (KeyboardInterrupt) and tears down only a cell that does not stop within a grace.
 
@@ -21,7 +22,7 @@ use crate::fault::{self, Ending, Fault};
 use crate::output::{ChunkFn, Sink, QUEUE_DEPTH};
 use crate::protocol::{self, FrameReader, ReadError};
 use crate::session::Outcome;
-use crate::spawn::Resident;
+use crate::spawn::{Pipes, Resident};
 
 /// A JS callback handed each result (as its JSON text) as it is produced; weak, like ChunkFn.
 pub type ResultFn = ThreadsafeFunction<String, (), String, Status, false, true, QUEUE_DEPTH>;
@@ -100,6 +101,8 @@ pub struct Kernel {
 /// The box side, owned by the serving task.
 struct Server {
     boxed: Resident,
+    /// The box's stdin, for cells `submit` could not write at once.
+    stdin: Option<tokio::net::unix::pipe::Sender>,
     frames: FrameReader<tokio::net::unix::pipe::Receiver>,
     kern_stderr: Arc<Mutex<Vec<u8>>>,
     cap: usize,
@@ -107,6 +110,8 @@ struct Server {
     count: u32,
     shared: Arc<Mutex<Shared>>,
     alive: Arc<AtomicBool>,
+    /// Why the kernel stopped serving, set as it stops.
+    ended: Arc<Mutex<Option<String>>>,
     /// Frames that arrived before the serving task took up the cell `submit` had already sent.
     early: std::collections::VecDeque<(u8, Vec<u8>)>,
 }
@@ -121,39 +126,29 @@ enum CellEnd {
 impl Kernel {
     /// Starts the box and waits for the driver's ready frame.
     pub async fn start(
-        mut boxed: Resident,
+        boxed: Resident,
+        pipes: Pipes,
         cap: usize,
         marker: String,
         startup: Duration,
     ) -> Result<Arc<Kernel>> {
         let kern_stderr = Arc::new(Mutex::new(Vec::new()));
-        let stderr = std::mem::replace(
-            &mut boxed.stderr,
-            // A placeholder end; the real one moves into the drain task below.
-            dead_receiver()?,
-        );
-        tokio::spawn(keep_stderr(stderr, kern_stderr.clone()));
-        let frames = FrameReader::new(
-            std::mem::replace(&mut boxed.stdout, dead_receiver()?),
-            cap.max(1 << 20) + 1024,
-        );
-        let sync_stdin = match boxed.stdin.as_ref() {
-            Some(w) => Some(dup_fd(w)?),
-            None => None,
-        };
+        tokio::spawn(keep_stderr(pipes.stderr, kern_stderr.clone()));
         let shared = Arc::new(Mutex::new(Shared {
             pending: 0,
-            stdin: sync_stdin,
+            stdin: Some(dup_fd(&pipes.stdin)?),
         }));
         let mut server = Server {
             boxed,
-            frames,
+            stdin: Some(pipes.stdin),
+            frames: FrameReader::new(pipes.stdout, cap.max(1 << 20) + 1024),
             kern_stderr,
             cap,
             marker,
             count: 0,
             shared: shared.clone(),
             alive: Arc::new(AtomicBool::new(true)),
+            ended: Default::default(),
             early: Default::default(),
         };
         let ready = tokio::time::timeout(startup, server.frames.next()).await;
@@ -175,19 +170,13 @@ impl Kernel {
             queue: Mutex::new(Some(tx)),
             shared,
             alive: server.alive.clone(),
-            ended: Default::default(),
+            ended: server.ended.clone(),
             shutdown: Default::default(),
             finished: done_rx,
         });
-        let (alive, ended, shutdown) = (
-            kernel.alive.clone(),
-            kernel.ended.clone(),
-            kernel.shutdown.clone(),
-        );
+        let shutdown = kernel.shutdown.clone();
         tokio::spawn(async move {
-            let why = server.serve(rx, &shutdown, &alive).await;
-            alive.store(false, Ordering::Release);
-            *ended.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+            server.serve(rx, &shutdown).await;
             let _ = done_tx.send(true);
         });
         Ok(kernel)
@@ -257,13 +246,6 @@ fn dup_fd(w: &tokio::net::unix::pipe::Sender) -> Result<OwnedFd> {
         .map_err(|e| Error::io("could not duplicate the kernel's stdin", e.into()))
 }
 
-fn dead_receiver() -> Result<tokio::net::unix::pipe::Receiver> {
-    let (r, _w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
-        .map_err(|e| Error::io("could not create a pipe", e.into()))?;
-    tokio::net::unix::pipe::Receiver::from_owned_fd(r)
-        .map_err(|e| Error::io("could not create a pipe", e))
-}
-
 /// Keeps the first bytes of kern's stderr (its own messages; the driver's go through frames).
 async fn keep_stderr(mut r: tokio::net::unix::pipe::Receiver, kept: Arc<Mutex<Vec<u8>>>) {
     let mut buf = vec![0u8; 16 * 1024];
@@ -302,12 +284,7 @@ impl Collect {
 }
 
 impl Server {
-    async fn serve(
-        &mut self,
-        mut queue: mpsc::UnboundedReceiver<Cell>,
-        shutdown: &Cancel,
-        alive: &AtomicBool,
-    ) -> String {
+    async fn serve(&mut self, mut queue: mpsc::UnboundedReceiver<Cell>, shutdown: &Cancel) {
         let why = loop {
             tokio::select! {
                 biased;
@@ -342,14 +319,22 @@ impl Server {
                 },
             }
         };
-        alive.store(false, Ordering::Release);
-        self.lock().stdin = None;
+        self.stop_serving(&why);
         queue.close();
         while let Ok(cell) = queue.try_recv() {
             cell.reply
                 .send(Err(Error::sandbox(format!("the kernel is closed: {why}"))));
         }
-        why
+    }
+
+    /// Marks the kernel dead (once; the first reason stays) and drops the JS thread's stdin.
+    fn stop_serving(&self, why: &str) {
+        self.ended
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert_with(|| why.to_string());
+        self.alive.store(false, Ordering::Release);
+        self.lock().stdin = None;
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
@@ -359,7 +344,7 @@ impl Server {
     async fn close_gracefully(&mut self) -> String {
         self.lock().stdin = None;
         // EOF on stdin ends the driver's read loop; the box then exits by itself.
-        self.boxed.stdin = None;
+        self.stdin = None;
         if self.boxed.exited_within(CLOSE_GRACE).await.is_none() {
             self.boxed.tear_down().await;
         } else {
@@ -379,10 +364,9 @@ impl Server {
         let (end, answer) = self.serve_cell(frame, sent, opts, shutdown).await;
         self.lock().pending -= 1;
         self.early.clear();
-        if let CellEnd::Gone(_) = end {
+        if let CellEnd::Gone(why) = &end {
             // Before the answer: whoever sees a torn-down result sees a dead kernel.
-            self.alive.store(false, Ordering::Release);
-            self.lock().stdin = None;
+            self.stop_serving(why);
         }
         reply.send(answer);
         end
@@ -408,7 +392,7 @@ impl Server {
             on_result: opts.on_result,
         };
         let written = sent
-            || match self.boxed.stdin.as_mut() {
+            || match self.stdin.as_mut() {
                 Some(w) => w.write_all(&frame).await.is_ok(),
                 None => false,
             };

@@ -350,7 +350,7 @@ impl Session {
             command: &command,
         };
         let args = argv::box_argv(&self.cfg, &spec);
-        let boxed = spawn::start_resident(
+        let (boxed, pipes) = spawn::start_resident(
             &self.cfg.kern,
             &name,
             &args,
@@ -360,7 +360,7 @@ impl Session {
         .await?;
         let timeout = timeout_s.unwrap_or(self.cfg.timeout_s);
         let startup = Duration::from_secs_f64(timeout.max(KERNEL_MIN_STARTUP_S));
-        let kernel = Kernel::start(boxed, self.cfg.max_output, marker, startup).await?;
+        let kernel = Kernel::start(boxed, pipes, self.cfg.max_output, marker, startup).await?;
         {
             let mut ks = self.kernels.lock().unwrap_or_else(|p| p.into_inner());
             ks.retain(|k| k.strong_count() > 0);

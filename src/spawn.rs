@@ -363,20 +363,23 @@ async fn listed_by_kern(kern: &Path, name: &str) -> Option<bool> {
     }
 }
 
-/// A box that outlives one call (the warm kernel): kern with a stdin pipe, tracked like any box
-/// so that it never outlives Node.
+/// A box that outlives one call (the warm kernel), tracked like any box so that it never
+/// outlives Node.
 pub struct Resident {
     pub pgid: i32,
-    pub reaper: Reaper,
-    /// The box's stdin; dropping it is the box's EOF.
-    pub stdin: Option<pipe::Sender>,
-    pub stdout: pipe::Receiver,
-    pub stderr: pipe::Receiver,
+    reaper: Reaper,
     /// kern's started channel; kern writes it as the box comes up and ends.
-    pub started: Option<OwnedFd>,
+    started: Option<OwnedFd>,
     kern: PathBuf,
     name: String,
     _live: boxes::BoxGuard,
+}
+
+/// A resident box's pipes. Dropping `stdin` (every handle on it) is the box's EOF.
+pub struct Pipes {
+    pub stdin: pipe::Sender,
+    pub stdout: pipe::Receiver,
+    pub stderr: pipe::Receiver,
 }
 
 pub async fn start_resident(
@@ -385,7 +388,7 @@ pub async fn start_resident(
     args: &[OsString],
     enforce_limits: bool,
     env_id: usize,
-) -> Result<Resident> {
+) -> Result<(Resident, Pipes)> {
     let flags = rustix::pipe::PipeFlags::CLOEXEC;
     let (started_r, started_w) = rustix::pipe::pipe_with(flags)
         .map_err(|e| Error::io("could not create a pipe for kern", e.into()))?;
@@ -396,17 +399,20 @@ pub async fn start_resident(
         .map_err(|e| Error::sandbox(format!("could not execute kern ({}): {e}", kern.display())))?;
     let live = boxes::track(env_id, spawned.pid, name, kern);
     let pipe_err = |e| Error::io("could not talk to kern", e);
-    Ok(Resident {
+    let resident = Resident {
         pgid: spawned.pid,
         reaper: Reaper::new(spawned.pid),
-        stdin: Some(pipe::Sender::from_owned_fd(stdin_w).map_err(pipe_err)?),
-        stdout: pipe::Receiver::from_owned_fd(spawned.stdout).map_err(pipe_err)?,
-        stderr: pipe::Receiver::from_owned_fd(spawned.stderr).map_err(pipe_err)?,
         started: Some(started_r),
         kern: kern.to_path_buf(),
         name: name.to_string(),
         _live: live,
-    })
+    };
+    let pipes = Pipes {
+        stdin: pipe::Sender::from_owned_fd(stdin_w).map_err(pipe_err)?,
+        stdout: pipe::Receiver::from_owned_fd(spawned.stdout).map_err(pipe_err)?,
+        stderr: pipe::Receiver::from_owned_fd(spawned.stderr).map_err(pipe_err)?,
+    };
+    Ok((resident, pipes))
 }
 
 impl Resident {
