@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::Status;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{watch, Notify};
 
 use crate::cancel::{Cancel, StopReason};
 use crate::errors::{Error, Result};
@@ -80,8 +80,12 @@ struct Cell {
 
 /// What `submit` (on the JS thread) and the serving task share.
 struct Shared {
+    /// Cells submitted and not yet taken up, in call order.
+    queue: std::collections::VecDeque<Cell>,
     /// Cells submitted and not yet answered.
     pending: usize,
+    /// No more cells are taken.
+    closed: bool,
     /// A second handle on the box's stdin, for writing a cell at once when the kernel is idle:
     /// the interpreter starts on it while the serving task is still waking up.
     stdin: Option<OwnedFd>,
@@ -89,8 +93,9 @@ struct Shared {
 
 /// What the rest of the binding holds of a kernel.
 pub struct Kernel {
-    queue: Mutex<Option<mpsc::UnboundedSender<Cell>>>,
     shared: Arc<Mutex<Shared>>,
+    /// Wakes the serving task for a queued cell.
+    wake: Arc<Notify>,
     alive: Arc<AtomicBool>,
     /// Why the kernel stopped serving, for the SandboxError of later cells.
     ended: Arc<Mutex<Option<String>>>,
@@ -109,6 +114,7 @@ struct Server {
     marker: String,
     count: u32,
     shared: Arc<Mutex<Shared>>,
+    wake: Arc<Notify>,
     alive: Arc<AtomicBool>,
     /// Why the kernel stopped serving, set as it stops.
     ended: Arc<Mutex<Option<String>>>,
@@ -135,7 +141,9 @@ impl Kernel {
         let kern_stderr = Arc::new(Mutex::new(Vec::new()));
         tokio::spawn(keep_stderr(pipes.stderr, kern_stderr.clone()));
         let shared = Arc::new(Mutex::new(Shared {
+            queue: Default::default(),
             pending: 0,
+            closed: false,
             stdin: Some(dup_fd(&pipes.stdin)?),
         }));
         let mut server = Server {
@@ -147,6 +155,7 @@ impl Kernel {
             marker,
             count: 0,
             shared: shared.clone(),
+            wake: Default::default(),
             alive: Arc::new(AtomicBool::new(true)),
             ended: Default::default(),
             early: Default::default(),
@@ -164,11 +173,10 @@ impl Kernel {
                 return Err(Error::sandbox(why));
             }
         }
-        let (tx, rx) = mpsc::unbounded_channel();
         let (done_tx, done_rx) = watch::channel(false);
         let kernel = Arc::new(Kernel {
-            queue: Mutex::new(Some(tx)),
             shared,
+            wake: server.wake.clone(),
             alive: server.alive.clone(),
             ended: server.ended.clone(),
             shutdown: Default::default(),
@@ -176,7 +184,7 @@ impl Kernel {
         });
         let shutdown = kernel.shutdown.clone();
         tokio::spawn(async move {
-            server.serve(rx, &shutdown).await;
+            server.serve(&shutdown).await;
             let _ = done_tx.send(true);
         });
         Ok(kernel)
@@ -199,11 +207,11 @@ impl Kernel {
     pub fn submit(&self, code: &str, opts: CellOptions, reply: ReplyFn) {
         let reply = Reply(Some(reply));
         let frame = protocol::encode(protocol::CELL, code.as_bytes());
-        let queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(q) = queue.as_ref().filter(|_| self.alive()) else {
-            return reply.send(Err(self.closed_error()));
-        };
         let mut shared = self.shared.lock().unwrap_or_else(|p| p.into_inner());
+        if shared.closed || !self.alive() {
+            drop(shared);
+            return reply.send(Err(self.closed_error()));
+        }
         // A write of at most PIPE_BUF bytes to a pipe is all or nothing: it never leaves half a
         // frame for the serving task to finish.
         let sent = shared.pending == 0
@@ -213,27 +221,25 @@ impl Kernel {
                 .as_ref()
                 .is_some_and(|fd| rustix::io::write(fd, &frame) == Ok(frame.len()));
         shared.pending += 1;
-        drop(shared);
-        let cell = Cell {
+        shared.queue.push_back(Cell {
             frame,
             sent,
             opts,
             reply,
-        };
-        if let Err(mpsc::error::SendError(cell)) = q.send(cell) {
-            self.shared
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .pending -= 1;
-            cell.reply.send(Err(self.closed_error()));
-        }
+        });
+        drop(shared);
+        // Also for a cell written here: its deadline runs from now, in the serving task.
+        self.wake.notify_one();
     }
 
     /// Stops the kernel: a running cell is torn down, queued cells are refused. Returns once the
     /// box is gone. Idempotent.
     pub async fn close(&self) {
-        self.queue.lock().unwrap_or_else(|p| p.into_inner()).take();
-        self.shared.lock().unwrap_or_else(|p| p.into_inner()).stdin = None;
+        {
+            let mut shared = self.shared.lock().unwrap_or_else(|p| p.into_inner());
+            shared.closed = true;
+            shared.stdin = None;
+        }
         self.shutdown.fire(StopReason::Closed);
         let mut done = self.finished.clone();
         let _ = done.wait_for(|d| *d).await;
@@ -284,32 +290,39 @@ impl Collect {
 }
 
 impl Server {
-    async fn serve(&mut self, mut queue: mpsc::UnboundedReceiver<Cell>, shutdown: &Cancel) {
+    async fn serve(&mut self, shutdown: &Cancel) {
         let why = loop {
+            let next = {
+                let mut shared = self.lock();
+                if shared.closed {
+                    None
+                } else {
+                    shared.queue.pop_front()
+                }
+            };
+            if let Some(cell) = next {
+                if cell.opts.cancel.reason().is_some() && !cell.sent {
+                    self.lock().pending -= 1;
+                    cell.reply.send(Err(Error::Aborted));
+                    continue;
+                }
+                match self.run_cell(cell, shutdown).await {
+                    CellEnd::Served => continue,
+                    CellEnd::Gone(why) => break why,
+                }
+            }
             tokio::select! {
                 biased;
                 _ = shutdown.fired() => break self.close_gracefully().await,
-                cell = queue.recv() => match cell {
-                    None => break self.close_gracefully().await,
-                    Some(cell) => {
-                        if cell.opts.cancel.reason().is_some() && !cell.sent {
-                            self.lock().pending -= 1;
-                            cell.reply.send(Err(Error::Aborted));
-                            continue;
-                        }
-                        if let CellEnd::Gone(why) = self.run_cell(cell, shutdown).await {
-                            break why;
-                        }
-                    }
-                },
-                // Between cells nothing should arrive but a background thread's output, which no
-                // cell owns; EOF means the box died.
+                _ = self.wake.notified() => {}
+                // Frames of a cell `submit` wrote are kept for it; between cells nothing else
+                // should arrive but a background thread's output, which no cell owns. EOF means
+                // the box died.
                 frame = self.frames.next(), if self.early.len() < 1024 => match frame {
                     Ok(Some(f)) => {
                         if self.lock().pending > 0 {
                             self.early.push_back(f);
                         }
-                        continue;
                     }
                     Ok(None) | Err(_) => {
                         let why = self.death_message().await;
@@ -320,8 +333,12 @@ impl Server {
             }
         };
         self.stop_serving(&why);
-        queue.close();
-        while let Ok(cell) = queue.try_recv() {
+        let refused: Vec<Cell> = {
+            let mut shared = self.lock();
+            shared.closed = true;
+            shared.queue.drain(..).collect()
+        };
+        for cell in refused {
             cell.reply
                 .send(Err(Error::sandbox(format!("the kernel is closed: {why}"))));
         }

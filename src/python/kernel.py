@@ -74,14 +74,19 @@ def _text(kind, fd):
                             line_buffering=False, write_through=True)
 
 
+_waiting = select.poll()
+for _r in _pipes:
+    _waiting.register(_r, select.POLLIN)
+
+
 def _drain_pipes():
-    """Forwards what raw fd 1/2 writes are waiting; called under _rlock."""
-    for r, kind in _pipes.items():
+    """Forwards what raw fd 1/2 writes are waiting; called under _rlock. One poll(0) when
+    nothing waits, which is the common case."""
+    for r, _ in _waiting.poll(0):
+        kind = _pipes[r]
         while True:
             try:
                 chunk = os.read(r, 1 << 16)
-            except BlockingIOError:
-                break
             except OSError:
                 break
             if not chunk:
@@ -114,17 +119,22 @@ def _after_fork_child():
 os.register_at_fork(after_in_child=_after_fork_child)
 
 
+_inbuf = bytearray()
+
+
 def _read_exact(n):
-    buf = bytearray()
-    while len(buf) < n:
+    """n bytes of the control channel, read in large chunks (a cell is usually one read)."""
+    while len(_inbuf) < n:
         try:
-            chunk = os.read(_ctrl_in, n - len(buf))
+            chunk = os.read(_ctrl_in, max(1 << 16, n - len(_inbuf)))
         except InterruptedError:
             continue
         if not chunk:
             return None
-        buf += chunk
-    return bytes(buf)
+        _inbuf.extend(chunk)
+    data = bytes(_inbuf[:n])
+    del _inbuf[:n]
+    return data
 
 
 def _serve():
