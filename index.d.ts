@@ -314,10 +314,11 @@ export class Kernel {
 export function withSandbox<T>(fn: (sandbox: Sandbox) => Promise<T>): Promise<T>;
 export function withSandbox<T>(opts: SandboxOptions, fn: (sandbox: Sandbox) => Promise<T>): Promise<T>;
 
-/** One-shot: run `code` in a throwaway session (workspace created and deleted). `signal` cancels it. */
+/** One-shot: run `code` in a throwaway session (workspace created and deleted). `signal` cancels
+ * it; `onResult` sees each rich result. */
 export function runCode(
   code: string,
-  opts?: SandboxOptions & { language?: Language; signal?: AbortSignal },
+  opts?: SandboxOptions & { language?: Language; signal?: AbortSignal; onResult?: ResultCallback | null },
 ): Promise<ExecutionResult>;
 
 /** This package's version, e.g. "0.2.0". */

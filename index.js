@@ -80,7 +80,7 @@ class MountRefused extends SandboxError {
  * the same value in several MIME types. Text and JSON are strings, images base64. */
 class Result {
   constructor(data, { isMainResult = false, executionCount = null } = {}) {
-    this.data = data
+    this.data = data || {}
     this.isMainResult = isMainResult
     this.executionCount = executionCount
   }
@@ -106,7 +106,7 @@ class Result {
 }
 
 function image(b64) {
-  return typeof b64 === 'string' ? Buffer.from(b64, 'base64') : null
+  return typeof b64 === 'string' && b64 ? Buffer.from(b64, 'base64') : null
 }
 
 /** One line the box wrote back, parsed and vetted: a Result, an error, or nothing. The box is
@@ -585,9 +585,10 @@ async function withSandbox(opts, fn) {
 
 /** One-shot: runs `code` in a throwaway session. */
 async function runCode(code, opts = {}) {
-  const { language = 'python', signal, ...rest } = optionsBag('runCode', opts)
+  const { language = 'python', signal, onResult, ...rest } = optionsBag('runCode', opts)
   if (checkSignal(signal) && signal.aborted) throw signal.reason
-  return withSandbox(rest, (s) => s.runCode(code, { language, signal }))
+  checkCallback('onResult', onResult)
+  return withSandbox(rest, (s) => s.runCode(code, { language, signal, onResult }))
 }
 
 module.exports = {

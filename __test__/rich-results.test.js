@@ -313,7 +313,17 @@ test('onResult fires for each result, in order, before runCode resolves', async 
   await assert.rejects(sbx.runCode('1', { onResult: 'nope' }), TypeError)
 })
 
-test('the one-shot runCode returns results too', async () => {
-  const r = await kern.runCode('[1, 2][0] + 1')
+test('the one-shot runCode returns results too, and takes onResult', async () => {
+  const seen = []
+  const r = await kern.runCode('[1, 2][0] + 1', { onResult: (x) => seen.push(x.text) })
   assert.equal(r.results[0].text, '2')
+  assert.deepEqual(seen, ['2'])
+})
+
+test('Result works as 0.1.23 built it: from a MIME bundle alone', () => {
+  const r = new Result({ 'text/plain': 'x', 'image/png': '' })
+  assert.equal(r.text, 'x')
+  assert.equal(r.png, null, 'an empty image is no image')
+  assert.equal(r.isMainResult, false)
+  assert.deepEqual(new Result().formats(), [])
 })
