@@ -129,6 +129,19 @@ test('cells sent without awaiting run one after another, in call order', async (
   assert.equal((await k.runCode('order == list(range(20))')).results[0].text, 'True')
 })
 
+test('a cell larger than a pipe buffer, and an abort of a cell still queued', async () => {
+  const big = `blob = "${'x'.repeat(300_000)}"\nlen(blob)`
+  assert.equal((await k.runCode(big)).results[0].text, '300000')
+  const ac = new AbortController()
+  const first = k.runCode('import time\ntime.sleep(0.3)\n"first"')
+  const queued = k.runCode('ran_queued = True', { signal: ac.signal })
+  ac.abort()
+  await assert.rejects(queued, { name: 'AbortError' })
+  assert.equal((await first).results[0].text, "'first'")
+  assert.equal((await k.runCode('"ran_queued" in globals()')).results[0].text, 'False')
+  assert.equal(k.alive, true)
+})
+
 test('onStdout and onStderr stream live while a cell runs', async () => {
   const ws = sbx.workspacePath
   const go = `go-${rand()}`
