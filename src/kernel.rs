@@ -2,9 +2,10 @@
 //!
 //! One task owns the box and serves cells strictly in the order they were queued, settling each
 //! cell's promise itself; an idle kernel gets a new cell written at once from the JS thread, so
-//! the interpreter starts while that task wakes up. A per-cell deadline, an output past `maxOutputBytes`, a protocol
-//! violation or the box's death tears the kernel down; an abort interrupts the cell
-//! (KeyboardInterrupt) and tears down only a cell that does not stop within a grace.
+//! the interpreter starts while that task wakes up. A per-cell deadline, an output past
+//! `maxOutputBytes`, a protocol violation or the box's death tears the kernel down; an abort
+//! interrupts the cell (KeyboardInterrupt) and tears down only a cell that does not stop within
+//! a grace.
 
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,9 +20,9 @@ use tokio::sync::{watch, Notify};
 use crate::cancel::{Cancel, StopReason};
 use crate::errors::{Error, Result};
 use crate::fault::{self, Ending, Fault};
+use crate::outcome::Outcome;
 use crate::output::{ChunkFn, Sink, QUEUE_DEPTH};
 use crate::protocol::{self, FrameReader, ReadError};
-use crate::session::Outcome;
 use crate::spawn::{Pipes, Resident};
 
 /// A JS callback handed each result (as its JSON text) as it is produced; weak, like ChunkFn.

@@ -14,6 +14,7 @@ mod kernel;
 mod launch;
 mod locate;
 mod options;
+mod outcome;
 mod output;
 mod pip;
 mod protocol;
@@ -40,8 +41,9 @@ use errors::Error;
 use js_string::Text;
 use kernel::{CellOptions, Kernel, ResultFn};
 use options::{Config, SandboxOptions};
+use outcome::Outcome;
 use output::ChunkFn;
-use session::{CallOptions, Outcome, Session};
+use session::{CallOptions, Session};
 use track::FileInfo;
 
 /// Per-call options that are plain data (callbacks travel as separate arguments).

@@ -9,9 +9,10 @@ use crate::argv::{self, BoxSpec, WORKSPACE};
 use crate::cancel::{Call, Calls, Cancel, StopReason};
 use crate::cleanup;
 use crate::errors::{Error, Result};
-use crate::fault::{self, Ending, Fault};
+use crate::fault::{self, Ending};
 use crate::kernel::Kernel;
 use crate::options::{self, Config};
+use crate::outcome::Outcome;
 use crate::output::ChunkFn;
 use crate::pip;
 use crate::rich::{self, CellFiles};
@@ -46,21 +47,6 @@ pub struct CallOptions {
     pub on_stderr: Option<ChunkFn>,
     /// Registered up front when JS may abort the call; else the call registers itself.
     pub call: Option<Call>,
-}
-
-/// What a call produced; the binding turns it into an `ExecutionResult`.
-pub struct Outcome {
-    pub stdout: Vec<u8>,
-    pub stderr: Vec<u8>,
-    pub exit_code: i32,
-    pub duration: Duration,
-    pub fault: Option<Fault>,
-    pub files: Vec<FileInfo>,
-    pub truncated: bool,
-    /// Rich results and an uncaught error of Python code, one JSON text each (see `rich`).
-    pub rich: Vec<String>,
-    /// The cell's number in its kernel.
-    pub execution_count: Option<u32>,
 }
 
 pub struct Session {
