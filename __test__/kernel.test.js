@@ -325,6 +325,16 @@ test('sandbox.close() closes its kernels; a closed sandbox refuses kernel()', as
   await assert.rejects(new Sandbox().kernel(), (e) => e instanceof SandboxError && /open/.test(e.message))
 })
 
+test('a kernel whose box cannot start rejects with kern\'s error, and leaves nothing behind', async () => {
+  const s = await new Sandbox({ image: 'kern-sandbox-test/no-such-image:0' }).open()
+  try {
+    await assert.rejects(s.kernel(), (e) => e instanceof SandboxError && /failed to start: error/.test(e.message) && !/warning/.test(e.message))
+    assert.equal((await s.run(['true'])).fault?.type, 'startup_failed', 'the session itself is still usable')
+  } finally {
+    await s.close()
+  }
+})
+
 test('bad input gets a clear SandboxError', async () => {
   for (const code of [undefined, 42, null, Buffer.from('1')]) {
     await assert.rejects(k.runCode(code), (e) => e instanceof SandboxError && /code must be a string/.test(e.message))

@@ -111,6 +111,8 @@ struct Server {
     stdin: Option<tokio::net::unix::pipe::Sender>,
     frames: FrameReader<tokio::net::unix::pipe::Receiver>,
     kern_stderr: Arc<Mutex<Vec<u8>>>,
+    /// Set once kern's stderr reached EOF.
+    stderr_done: watch::Receiver<bool>,
     cap: usize,
     marker: String,
     count: u32,
@@ -140,7 +142,12 @@ impl Kernel {
         startup: Duration,
     ) -> Result<Arc<Kernel>> {
         let kern_stderr = Arc::new(Mutex::new(Vec::new()));
-        tokio::spawn(keep_stderr(pipes.stderr, kern_stderr.clone()));
+        let (stderr_tx, stderr_done) = watch::channel(false);
+        let kept = kern_stderr.clone();
+        tokio::spawn(async move {
+            keep_stderr(pipes.stderr, kept).await;
+            let _ = stderr_tx.send(true);
+        });
         let shared = Arc::new(Mutex::new(Shared {
             queue: Default::default(),
             pending: 0,
@@ -152,6 +159,7 @@ impl Kernel {
             stdin: Some(pipes.stdin),
             frames: FrameReader::new(pipes.stdout, cap.max(1 << 20) + 1024),
             kern_stderr,
+            stderr_done,
             cap,
             marker,
             count: 0,
@@ -557,11 +565,7 @@ impl Server {
         let exit = self.boxed.exited_within(Duration::from_millis(1000)).await;
         let started = self.boxed.started().await;
         self.boxed.tear_down().await;
-        let stderr = self
-            .kern_stderr
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        let stderr = self.kern_said().await;
         let exit_code = exit.unwrap_or(fault::EXIT_SIGKILL);
         let classified = fault::classify(&Ending {
             exit_code,
@@ -583,25 +587,43 @@ impl Server {
         (Some(fault), why)
     }
 
+    /// Why the box ended before its driver was ready: kern's own error, as one-shot calls
+    /// report a box that did not start.
     async fn startup_failure(&mut self) -> String {
-        let _ = self.boxed.exited_within(Duration::from_millis(1000)).await;
-        // Give the stderr drain a moment to see kern's last words.
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        let stderr = self
-            .kern_stderr
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        let text = fault::without_kern_notices(&stderr);
-        let text = text.trim();
+        let exit = self.boxed.exited_within(Duration::from_millis(1000)).await;
+        let started = self.boxed.started().await;
+        let stderr = self.kern_said().await;
+        let classified = fault::classify(&Ending {
+            exit_code: exit.unwrap_or(fault::EXIT_SIGKILL),
+            timed_out: false,
+            timeout_s: 0.0,
+            started,
+            stderr: &stderr,
+            survivors: None,
+        });
+        let text = match classified {
+            Some(f) if f.kind == "startup_failed" => f.message,
+            _ => fault::without_kern_notices(&stderr).trim().to_string(),
+        };
         if text.is_empty() {
             "the kernel box failed to start".to_string()
         } else {
-            format!(
-                "the kernel box failed to start: {}",
-                text.chars().take(500).collect::<String>()
-            )
+            let text: String = text.chars().take(500).collect();
+            format!("the kernel box failed to start: {text}")
         }
+    }
+
+    /// kern's stderr once it has closed (kern exited), or what arrived within a short wait.
+    async fn kern_said(&mut self) -> Vec<u8> {
+        let _ = tokio::time::timeout(
+            Duration::from_millis(500),
+            self.stderr_done.wait_for(|done| *done),
+        )
+        .await;
+        self.kern_stderr
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     async fn death_message(&mut self) -> String {
