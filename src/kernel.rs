@@ -675,14 +675,38 @@ fn find_driver(kern_pid: i32, marker: &str) -> Option<i32> {
     };
     parent.keys().copied().find(|&pid| {
         descends(pid)
-            && std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
-                c.strip_suffix(b"\0")
-                    .unwrap_or(&c)
-                    .rsplit(|b| *b == 0)
-                    .next()
-                    .is_some_and(|last| last == marker.as_bytes())
-            })
+            && std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| is_driver_cmdline(&c, marker))
     })
+}
+
+/// kern's own processes carry the same argv after their `--`: only the interpreter's whole
+/// command line is `python3 -c DRIVER <marker>`.
+fn is_driver_cmdline(cmdline: &[u8], marker: &str) -> bool {
+    let args: Vec<&[u8]> = cmdline
+        .strip_suffix(b"\0")
+        .unwrap_or(cmdline)
+        .split(|b| *b == 0)
+        .collect();
+    args.len() == 4 && args[1] == b"-c" && args[3] == marker.as_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_driver_is_told_from_kern_by_its_whole_command_line() {
+        let m = "kern-kernel-00ff";
+        assert!(is_driver_cmdline(
+            b"python3\0-c\0import sys\0kern-kernel-00ff\0",
+            m
+        ));
+        let kern = b"kern\0box\0jssbx-1\0--\0python3\0-c\0import sys\0kern-kernel-00ff\0";
+        assert!(!is_driver_cmdline(kern, m));
+        assert!(!is_driver_cmdline(b"python3\0-c\0x\0kern-kernel-0\0", m));
+        assert!(!is_driver_cmdline(b"", m));
+    }
 }
 
 /// The next frame of the running cell: any that arrived early first.
