@@ -691,6 +691,17 @@ fn is_driver_cmdline(cmdline: &[u8], marker: &str) -> bool {
     args.len() == 4 && args[1] == b"-c" && args[3] == marker.as_bytes()
 }
 
+/// The next frame of the running cell: any that arrived early first.
+async fn next_frame(
+    early: &mut std::collections::VecDeque<(u8, Vec<u8>)>,
+    frames: &mut FrameReader<tokio::net::unix::pipe::Receiver>,
+) -> std::result::Result<Option<(u8, Vec<u8>)>, ReadError> {
+    match early.pop_front() {
+        Some(f) => Ok(Some(f)),
+        None => frames.next().await,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -706,16 +717,5 @@ mod tests {
         assert!(!is_driver_cmdline(kern, m));
         assert!(!is_driver_cmdline(b"python3\0-c\0x\0kern-kernel-0\0", m));
         assert!(!is_driver_cmdline(b"", m));
-    }
-}
-
-/// The next frame of the running cell: any that arrived early first.
-async fn next_frame(
-    early: &mut std::collections::VecDeque<(u8, Vec<u8>)>,
-    frames: &mut FrameReader<tokio::net::unix::pipe::Receiver>,
-) -> std::result::Result<Option<(u8, Vec<u8>)>, ReadError> {
-    match early.pop_front() {
-        Some(f) => Ok(Some(f)),
-        None => frames.next().await,
     }
 }
