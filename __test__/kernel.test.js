@@ -266,6 +266,29 @@ test('aborting a cell interrupts it (KeyboardInterrupt) and the kernel keeps its
   assert.equal((await k.runCode('survivor + 1')).results[0].text, '124')
 })
 
+test('an interrupt in the middle of large output leaves the protocol aligned', async () => {
+  const s = await new Sandbox({ maxOutputBytes: 512 * 1024 * 1024 }).open()
+  try {
+    const kk = await s.kernel()
+    for (let round = 0; round < 3; round++) {
+      const ac = new AbortController()
+      let seen = 0
+      const p = kk.runCode('chunk = "z" * 300_000\nwhile True:\n    print(chunk)', {
+        signal: ac.signal,
+        onStdout: (c) => {
+          seen += c.length
+          if (seen > 2_000_000) ac.abort()
+        },
+      })
+      await assert.rejects(p, { name: 'AbortError' })
+      assert.equal(kk.alive, true, `round ${round}`)
+      assert.equal((await kk.runCode(`${round} + 1`)).results[0].text, String(round + 1))
+    }
+  } finally {
+    await s.close()
+  }
+})
+
 test('a cell that ignores the interrupt gets the kernel torn down', async () => {
   const kk = await sbx.kernel()
   const marker = `kst-kignore-${rand()}`

@@ -38,11 +38,19 @@ _SIGINT = {signal.SIGINT}
 def _send(kind, payload=b""):
     if os.getpid() != _MAIN_PID:
         return
-    data = _HDR.pack(kind, len(payload)) + payload
+    view = memoryview(_HDR.pack(kind, len(payload)) + payload)
+    # A frame of at most PIPE_BUF bytes goes out in one write, whole; a larger one takes several,
+    # and a KeyboardInterrupt between them would leave half a frame: SIGINT waits until it is out.
+    whole = len(view) <= 4096
     with _wlock:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(_ctrl_out, view):]
+        if not whole:
+            old = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGINT)
+        try:
+            while view:
+                view = view[os.write(_ctrl_out, view):]
+        finally:
+            if not whole:
+                signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 class _FrameWriter(io.RawIOBase):
