@@ -39,6 +39,10 @@ with tarfile.open(sys.argv[1], "w:gz", format=getattr(tarfile, sys.argv[3])) as 
             ti.size = len(data)
         elif kind == "dir":
             ti.type = tarfile.DIRTYPE
+        elif kind == "dir with data":
+            ti.type = tarfile.DIRTYPE
+            data = (extra or "payload").encode()
+            ti.size = len(data)
         elif kind == "symlink":
             ti.type = tarfile.SYMTYPE; ti.linkname = extra
         elif kind == "hardlink":
@@ -264,6 +268,17 @@ for (const [what, members] of Object.entries(HOSTILE)) {
     }
   })
 }
+
+test('restore refuses a directory member with a non-zero size and extracts nothing', async () => {
+  const archive = hostileArchive([['d', 'dir with data', 'hidden'], ['d/f.txt', 'file'], ['top.txt', 'file']])
+  const s = await new Sandbox().open()
+  try {
+    assert.throws(() => s.restore(archive), (e) => e instanceof SandboxError && /"d".*non-zero size/.test(e.message))
+    assert.deepEqual(fs.readdirSync(s.workspacePath), [])
+  } finally {
+    await s.close()
+  }
+})
 
 test('restore does not follow a symlink the box planted in the workspace', async () => {
   const outside = tmpDir('kst-outside-')

@@ -560,6 +560,13 @@ fn read_members(file: File, limit: u64, feed: &mut Feed) -> Result<()> {
         if kind.is_pax_global_extensions() {
             continue;
         }
+        // A directory carries no data; one that claims some is malformed (0.1.1 refuses it).
+        if kind.is_dir() && entry.size() != 0 {
+            return Err(Error::sandbox(format!(
+                "malformed snapshot: directory member {:?} has a non-zero size",
+                String::from_utf8_lossy(&entry.path_bytes()).trim_end_matches('/')
+            )));
+        }
         let Some(mut parts) = vet_path(&entry.path_bytes())? else {
             continue;
         };
