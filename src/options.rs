@@ -1,7 +1,7 @@
 //! Option intake: the `#[napi(object)]` shapes JS hands us, and their one-time conversion into a
 //! validated [`Config`]. Everything downstream trusts `Config` and never re-checks a string.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use napi::bindgen_prelude::{Either, Null};
 use napi_derive::napi;
@@ -473,31 +473,6 @@ pub fn check_source_not_sensitive(real: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Lexically normalises a workspace-relative path: leading `/` and `.` dropped, `..` applied.
-/// Symlinks are refused later at open time, so lexical `..` equals the physical one.
-pub fn normalize_rel(rel: &str) -> Result<Vec<String>> {
-    if rel.contains('\0') {
-        return Err(Error::sandbox(format!(
-            "path must not contain a NUL byte: {rel:?}"
-        )));
-    }
-    let mut parts: Vec<String> = Vec::new();
-    for c in Path::new(rel).components() {
-        match c {
-            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
-            Component::ParentDir => {
-                if parts.pop().is_none() {
-                    return Err(Error::sandbox(format!(
-                        "path escapes the workspace: {rel:?}"
-                    )));
-                }
-            }
-            Component::Normal(n) => parts.push(n.to_string_lossy().into_owned()),
-        }
-    }
-    Ok(parts)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -606,14 +581,5 @@ mod tests {
             value: " x".into()
         }])
         .is_ok());
-    }
-
-    #[test]
-    fn relative_paths_normalise_inside() {
-        assert_eq!(normalize_rel("a/./b/../c").unwrap(), vec!["a", "c"]);
-        assert_eq!(normalize_rel("/out.txt").unwrap(), vec!["out.txt"]);
-        assert!(normalize_rel("../x").is_err());
-        assert!(normalize_rel("a/../../x").is_err());
-        assert!(normalize_rel("a\0b").is_err());
     }
 }

@@ -11,7 +11,7 @@ use crate::cleanup;
 use crate::errors::{Error, Result};
 use crate::fault::{self, Ending};
 use crate::kernel::Kernel;
-use crate::options::{self, Config};
+use crate::options::Config;
 use crate::outcome::Outcome;
 use crate::output::ChunkFn;
 use crate::pip;
@@ -472,7 +472,7 @@ impl Session {
     pub async fn list_files(&self, sub: String) -> Result<Vec<FileInfo>> {
         let o = self.opened()?;
         blocking(move || {
-            let parts = options::normalize_rel(&sub)?;
+            let parts = crate::workspace::normalize_rel(&sub)?;
             track::list(&o.ws, &parts)
         })
         .await

@@ -9,7 +9,7 @@
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
@@ -17,7 +17,7 @@ use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
 use crate::errors::{Error, Result};
-use crate::options::{check_source_not_sensitive, normalize_rel};
+use crate::options::check_source_not_sensitive;
 
 /// Set to force the openat fallback (tests cover both paths); also set on ENOSYS.
 pub const FORCE_FALLBACK_ENV: &str = "KERN_SANDBOX_NO_OPENAT2";
@@ -62,6 +62,31 @@ fn describe(what: &str, rel: &str, e: io::Error) -> Error {
 /// The directory in the workspace that `pip install` in `setup` fills: bound read-only into run
 /// boxes with `depsReadonly`, and left out of file tracking and `listFiles`.
 pub const DEPS_DIR: &str = ".deps";
+
+/// Lexically normalises a workspace-relative path: leading `/` and `.` dropped, `..` applied.
+/// Symlinks are refused later at open time, so lexical `..` equals the physical one.
+pub fn normalize_rel(rel: &str) -> Result<Vec<String>> {
+    if rel.contains('\0') {
+        return Err(Error::sandbox(format!(
+            "path must not contain a NUL byte: {rel:?}"
+        )));
+    }
+    let mut parts: Vec<String> = Vec::new();
+    for c in Path::new(rel).components() {
+        match c {
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+            Component::ParentDir => {
+                if parts.pop().is_none() {
+                    return Err(Error::sandbox(format!(
+                        "path escapes the workspace: {rel:?}"
+                    )));
+                }
+            }
+            Component::Normal(n) => parts.push(n.to_string_lossy().into_owned()),
+        }
+    }
+    Ok(parts)
+}
 
 /// Without `maxBytes`, readFile refuses files larger than this: a Node Buffer holds at most 4 GiB.
 pub const MAX_READ: u64 = 4 << 30;
@@ -470,5 +495,14 @@ mod tests {
         .unwrap();
         assert!(w.read_file("pipe", None).is_err());
         assert!(w.write_file("pipe", b"x").is_err());
+    }
+
+    #[test]
+    fn relative_paths_normalise_inside() {
+        assert_eq!(normalize_rel("a/./b/../c").unwrap(), vec!["a", "c"]);
+        assert_eq!(normalize_rel("/out.txt").unwrap(), vec!["out.txt"]);
+        assert!(normalize_rel("../x").is_err());
+        assert!(normalize_rel("a/../../x").is_err());
+        assert!(normalize_rel("a\0b").is_err());
     }
 }
