@@ -134,8 +134,40 @@ impl Workspace {
         self.root.as_fd()
     }
 
-    /// Opens the directory `parts` beneath the root, creating missing levels when `create`.
+    /// Opens the directory `parts` beneath the root, creating missing levels when `create`. A
+    /// symlink on the way is ELOOP, wherever it is.
     pub fn open_dir(&self, parts: &[String], create: bool) -> io::Result<OwnedFd> {
+        self.open_dir_as_is(parts, create)
+            .map_err(|e| self.symlink_on_the_way(parts, e))
+    }
+
+    /// O_DIRECTORY with O_NOFOLLOW reports a symlink as ENOTDIR when it is the last component
+    /// opened: tell it from a plain file on the way, so callers can say a symlink was refused.
+    fn symlink_on_the_way(&self, parts: &[String], e: io::Error) -> io::Error {
+        if e.raw_os_error() != Some(libc::ENOTDIR) {
+            return e;
+        }
+        let dflags = OFlags::RDONLY | OFlags::DIRECTORY;
+        let Ok(mut cur) = open_beneath(self.root(), ".", dflags, Mode::empty()) else {
+            return e;
+        };
+        for part in parts {
+            let nofollow = rustix::fs::AtFlags::SYMLINK_NOFOLLOW;
+            match rustix::fs::statat(&cur, part.as_str(), nofollow) {
+                Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
+                    return io::Error::from_raw_os_error(libc::ELOOP)
+                }
+                Ok(_) => match open_beneath(cur.as_fd(), part, dflags, Mode::empty()) {
+                    Ok(next) => cur = next,
+                    Err(_) => return e,
+                },
+                Err(_) => return e,
+            }
+        }
+        e
+    }
+
+    fn open_dir_as_is(&self, parts: &[String], create: bool) -> io::Result<OwnedFd> {
         // Components are single names: the same contract for openat2 and the fallback.
         if parts
             .iter()
@@ -462,6 +494,26 @@ mod tests {
         assert!(w.write_file("leaf", b"x").is_err());
         assert!(!outside.path().join("new").exists());
         assert_eq!(std::fs::read(outside.path().join("secret")).unwrap(), b"s");
+    }
+
+    #[test]
+    fn a_symlinked_directory_is_eloop_wherever_it_is() {
+        let (d, w) = ws();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("d/sub")).unwrap();
+        std::fs::write(d.path().join("d/file"), b"x").unwrap();
+        symlink(outside.path(), d.path().join("d/esc")).unwrap();
+        let parts = |p: &str| p.split('/').map(String::from).collect::<Vec<_>>();
+        let errno =
+            |p: &str, create: bool| w.open_dir(&parts(p), create).unwrap_err().raw_os_error();
+        for create in [false, true] {
+            assert_eq!(errno("d/esc", create), Some(libc::ELOOP));
+            assert_eq!(errno("d/esc/deeper", create), Some(libc::ELOOP));
+            assert_eq!(errno("d/file", create), Some(libc::ENOTDIR));
+        }
+        assert_eq!(errno("d/missing", false), Some(libc::ENOENT));
+        assert!(w.open_dir(&parts("d/sub"), false).is_ok());
+        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
     }
 
     #[test]
