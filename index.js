@@ -48,7 +48,14 @@ const { NativeSandbox } = native
 // temp workspaces are cleaned up from here too (a normal exit runs both; the second is a no-op).
 process.once('exit', () => native.cleanupNow())
 
-const DEFAULT_IMAGE = 'python:3.12-slim'
+/** Each option's default, from the native side, which applies them: set here only to expose them
+ * as a Sandbox's properties, as 0.1.1 did. Options not listed default to null. */
+const DEFAULTS = Object.freeze(native.optionDefaults())
+/** The options a Sandbox exposes as properties, in 0.1.1's order. */
+const EXPOSED = [
+  'image', 'setup', 'workspace', 'memoryMb', 'cpus', 'pids', 'timeoutS', 'network', 'egressAllow', 'mounts',
+  'profiles', 'env', 'maxOutputBytes', 'enforceLimits', 'depsReadonly', 'trackFiles',
+]
 /** Options whose `null` means "no cap" rather than "default". */
 const NULLABLE_CAPS = new Set(['memoryMb', 'pids', 'cpus'])
 /** Options handed to the native constructor, with the JS type each must have. */
@@ -215,13 +222,16 @@ function show(v) {
 }
 
 function checkType(key, v, type) {
-  const ok =
-    type === 'string[]'
-      ? Array.isArray(v) && v.every((x) => typeof x === 'string')
-      : typeof v === type
-  if (!ok) {
-    const what = type === 'string[]' ? 'an array of strings' : `a ${type}`
-    throw new SandboxError(`invalid option ${key}: expected ${what}, got ${show(v)}`)
+  if (type !== 'string[]') {
+    if (typeof v !== type) throw new SandboxError(`invalid option ${key}: expected a ${type}, got ${show(v)}`)
+    return
+  }
+  if (!Array.isArray(v)) throw new SandboxError(`invalid option ${key}: expected an array of strings, got ${show(v)}`)
+  // An index loop: every() and friends skip the holes of a sparse array.
+  for (let i = 0; i < v.length; i++) {
+    if (typeof v[i] !== 'string') {
+      throw new SandboxError(`invalid option ${key}: expected an array of strings, got ${show(v[i])} at index ${i}`)
+    }
   }
 }
 
@@ -379,22 +389,10 @@ class Sandbox {
   constructor(opts = {}) {
     opts = opts ?? {}
     if (typeof opts !== 'object') throw new SandboxError('Sandbox options must be an object')
-    this.image = opts.image ?? DEFAULT_IMAGE
-    this.setup = opts.setup ?? null
-    this.workspace = opts.workspace ?? null
-    this.memoryMb = opts.memoryMb === undefined ? 512 : opts.memoryMb
-    this.cpus = opts.cpus ?? null
-    this.pids = opts.pids === undefined ? 256 : opts.pids
-    this.timeoutS = opts.timeoutS ?? 30
-    this.network = opts.network ?? false
-    this.egressAllow = opts.egressAllow ?? null
-    this.mounts = opts.mounts ?? null
-    this.profiles = opts.profiles ?? null
-    this.env = opts.env ?? null
-    this.maxOutputBytes = opts.maxOutputBytes ?? 64 * 1024 * 1024
-    this.enforceLimits = opts.enforceLimits ?? true
-    this.depsReadonly = opts.depsReadonly ?? false
-    this.trackFiles = opts.trackFiles ?? true
+    for (const key of EXPOSED) {
+      const v = opts[key]
+      this[key] = v === undefined || (v === null && !NULLABLE_CAPS.has(key)) ? (DEFAULTS[key] ?? null) : v
+    }
     checkCallback('onStdout', opts.onStdout)
     checkCallback('onStderr', opts.onStderr)
     this.onStdout = opts.onStdout ?? null
