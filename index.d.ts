@@ -259,6 +259,20 @@ export interface RestoreOptions {
   maxBytes?: number;
 }
 
+/** Options for snapshotAsync(). */
+export interface SnapshotAsyncOptions extends SnapshotOptions {
+  /** Aborts the snapshot: the promise rejects with `signal.reason` (an `AbortError` DOMException by
+   * default) and no archive, partial or whole, is left at `dest`. */
+  signal?: AbortSignal;
+}
+
+/** Options for restoreAsync(). */
+export interface RestoreAsyncOptions extends RestoreOptions {
+  /** Aborts the restore: the promise rejects with `signal.reason`; members already extracted stay,
+   * as they do when restore() refuses a later member. */
+  signal?: AbortSignal;
+}
+
 /** A configured kernel sandbox. FILE state persists across runCode/run in a workspace on disk; each
  * call runs in a FRESH ephemeral box. Safe by default; every relaxing option says so.
  *
@@ -285,6 +299,12 @@ export class Sandbox {
   snapshot(dest: string, opts?: SnapshotOptions): void;
   /** Extract a snapshot (from snapshot()) into the workspace, safely (rejects symlink/.. /absolute members). */
   restore(src: string, opts?: RestoreOptions): void;
+  /** snapshot() without blocking the event loop: the same archive, limits and refusals, written
+   * on worker threads. Rejects (SandboxError) where snapshot() throws; `signal` or close() stops it. */
+  snapshotAsync(dest: string, opts?: SnapshotAsyncOptions): Promise<void>;
+  /** restore() without blocking the event loop: the same checks and refusals, on worker threads.
+   * Rejects (SandboxError) where restore() throws; `signal` or close() stops it. */
+  restoreAsync(src: string, opts?: RestoreAsyncOptions): Promise<void>;
   /** List regular files under the workspace (excludes .deps). */
   listFiles(subdir?: string): Promise<FileInfo[]>;
   /** Start a warm Python interpreter in one long-lived box on this workspace, with the session's

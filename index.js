@@ -349,10 +349,17 @@ async function nativeCall(opts, session, cancel, invoke) {
   const onStderr = opts.onStderr !== undefined ? opts.onStderr : session.onStderr
   checkCallback('onStdout', onStdout)
   checkCallback('onStderr', onStderr)
+  return cancellable(signal, cancel, (callId) => invoke(callId, chunkSink(onStdout), chunkSink(onStderr)))
+}
+
+/** Starts native work under a fresh call id that `signal` cancels through `cancel(callId)`; an
+ * already aborted signal rejects before anything starts. */
+async function cancellable(signal, cancel, start) {
+  if (signal && signal.aborted) throw signal.reason
   const callId = signal ? nextCallId++ : undefined
   const onAbort = () => cancel(callId)
   try {
-    const pending = invoke(callId, chunkSink(onStdout), chunkSink(onStderr))
+    const pending = start(callId)
     if (signal) signal.addEventListener('abort', onAbort, { once: true })
     return await pending
   } catch (e) {
@@ -502,6 +509,24 @@ class Sandbox {
     checkPath('src', src)
     const maxBytes = bytesOption('restore', opts)
     callNative(() => this.#native.restore(src, maxBytes))
+  }
+
+  /** snapshot() off the event loop: the same archive, limits and refusals, in a worker thread.
+   * `signal` aborts it (the partial archive is removed); so does close(). */
+  async snapshotAsync(dest, opts = {}) {
+    checkPath('dest', dest)
+    opts = optionsBag('snapshotAsync', opts)
+    const maxBytes = bytesOption('snapshotAsync', opts)
+    await cancellable(checkSignal(opts.signal), (id) => this.#native.cancel(id), (callId) => this.#native.snapshotAsync(dest, maxBytes, callId))
+  }
+
+  /** restore() off the event loop: the same checks and refusals, in worker threads. `signal`
+   * aborts it (members already written stay, as after a refusal); so does close(). */
+  async restoreAsync(src, opts = {}) {
+    checkPath('src', src)
+    opts = optionsBag('restoreAsync', opts)
+    const maxBytes = bytesOption('restoreAsync', opts)
+    await cancellable(checkSignal(opts.signal), (id) => this.#native.cancel(id), (callId) => this.#native.restoreAsync(src, maxBytes, callId))
   }
 }
 

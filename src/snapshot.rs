@@ -20,16 +20,25 @@ use crate::workspace::{Entry, Workspace};
 pub const DEFAULT_LIMIT: u64 = 4 << 30;
 const IO_BUF: usize = 1 << 20;
 
+/// Asked between the steps of an archive job: true once its caller gave up (an AbortSignal, or
+/// close()). The job then ends with [`Error::Aborted`], cleaned up as after a refusal.
+pub type Stop<'a> = &'a dyn Fn() -> bool;
+
 /// Writes a gzip tar of the workspace to `dest` (through a temp file renamed into place),
 /// refusing once the files' total size passes `limit`.
 pub fn snapshot(ws: &Workspace, dest: &Path, limit: u64) -> Result<()> {
+    snapshot_until(ws, dest, limit, &|| false)
+}
+
+/// [`snapshot`], giving up when `stop` says so.
+pub fn snapshot_until(ws: &Workspace, dest: &Path, limit: u64, stop: Stop) -> Result<()> {
     let tmp = temp_beside(dest);
     let out = File::options()
         .write(true)
         .create_new(true)
         .open(&tmp)
         .map_err(|e| Error::io(format!("snapshot: cannot create {}", tmp.display()), e))?;
-    let result = write_archive(ws, &out, &tmp, limit).and_then(|()| {
+    let result = write_archive(ws, &out, &tmp, limit, stop).and_then(|()| {
         std::fs::rename(&tmp, dest)
             .map_err(|e| Error::io(format!("snapshot: cannot write {}", dest.display()), e))
     });
@@ -47,15 +56,27 @@ fn temp_beside(dest: &Path) -> PathBuf {
     dest.with_file_name(format!(".{name}.{}.partial", std::process::id()))
 }
 
-fn write_archive(ws: &Workspace, out: &File, out_path: &Path, limit: u64) -> Result<()> {
+fn write_archive(
+    ws: &Workspace,
+    out: &File,
+    out_path: &Path,
+    limit: u64,
+    stop: Stop,
+) -> Result<()> {
     let own = out.metadata().map(|m| (m.dev(), m.ino())).ok();
     let mut total: u64 = 0;
     let gz = ChunkedGz::new(BufWriter::with_capacity(IO_BUF, out))
         .map_err(|e| Error::io("snapshot", e))?;
     let mut tar = tar::Builder::new(gz);
-    let fail =
-        |e: io::Error| Error::io(format!("snapshot: cannot write {}", out_path.display()), e);
+    let fail = |e: io::Error| {
+        if e.get_ref().is_some_and(|i| i.is::<Stopped>()) {
+            Error::Aborted
+        } else {
+            Error::io(format!("snapshot: cannot write {}", out_path.display()), e)
+        }
+    };
     ws.walk(&[], false, true, &mut |entry| match entry {
+        _ if stop() => Err(Error::Aborted),
         Entry::Dir { rel, .. } => {
             let mut h = tar::Header::new_gnu();
             h.set_entry_type(tar::EntryType::Directory);
@@ -100,6 +121,7 @@ fn write_archive(ws: &Workspace, out: &File, out_path: &Path, limit: u64) -> Res
                 Exact {
                     inner: file.take(size),
                     left: size,
+                    stop,
                 },
             )
             .map_err(fail)
@@ -256,16 +278,20 @@ fn raw_deflate(input: &[u8], level: u32, last: bool) -> io::Result<Vec<u8>> {
 }
 
 /// Yields exactly `left` bytes: the file's own, then zeros if it shrank while being archived, so
-/// the header's size always matches what follows it.
-struct Exact<R> {
+/// the header's size always matches what follows it. Fails with [`Stopped`] once `stop` says so.
+struct Exact<'s, R> {
     inner: R,
     left: u64,
+    stop: Stop<'s>,
 }
 
-impl<R: Read> Read for Exact<R> {
+impl<R: Read> Read for Exact<'_, R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if self.left == 0 {
             return Ok(0);
+        }
+        if (self.stop)() {
+            return Err(io::Error::other(Stopped));
         }
         let want = buf.len().min(self.left as usize);
         let mut n = self.inner.read(&mut buf[..want])?;
@@ -277,6 +303,16 @@ impl<R: Read> Read for Exact<R> {
         Ok(n)
     }
 }
+
+/// What a stopped snapshot unwinds with through the tar writer.
+#[derive(Debug)]
+struct Stopped;
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("stopped")
+    }
+}
+impl std::error::Error for Stopped {}
 
 /// Stops the stream once more than `limit` decompressed bytes have been read.
 struct Ceiling<R> {
@@ -359,6 +395,12 @@ fn vet_path(raw: &[u8]) -> Result<Option<Vec<String>>> {
 /// inflate and the kernel's file work overlap. At most [`BATCHES`] batches exist, which bounds
 /// the memory in flight.
 pub fn restore(ws: &Workspace, src: &Path, limit: u64) -> Result<()> {
+    restore_until(ws, src, limit, &|| false)
+}
+
+/// [`restore`], giving up when `stop` says so (the members written so far stay, as after a
+/// refusal).
+pub fn restore_until(ws: &Workspace, src: &Path, limit: u64, stop: Stop) -> Result<()> {
     let file = open_regular(src)
         .map_err(|e| Error::io(format!("restore: cannot open {}", src.display()), e))?;
     // The earliest member a writer failed on: no writer goes past it, and its error is reported.
@@ -386,7 +428,7 @@ pub fn restore(ws: &Workspace, src: &Path, limit: u64) -> Result<()> {
             sends,
             back,
         };
-        let read = read_members(file, limit, &mut feed);
+        let read = read_members(file, limit, &mut feed, stop);
         feed.finish(); // what was read before a refusal is still written
         let mut first: Option<(u64, Error)> = None;
         for writer in writers {
@@ -547,7 +589,7 @@ impl Drop for GiveBack {
 
 /// Decompresses and vets the archive into `feed`. Ok(()) also when a writer stopped first: its
 /// error is the one to report.
-fn read_members(file: File, limit: u64, feed: &mut Feed) -> Result<()> {
+fn read_members(file: File, limit: u64, feed: &mut Feed, stop: Stop) -> Result<()> {
     let gz = GzDecoder::new(BufReader::with_capacity(BATCH, file));
     let mut archive = tar::Archive::new(Ceiling {
         inner: gz,
@@ -555,6 +597,9 @@ fn read_members(file: File, limit: u64, feed: &mut Feed) -> Result<()> {
         limit,
     });
     for (member, entry) in (0u64..).zip(archive.entries().map_err(malformed)?) {
+        if stop() {
+            return Err(Error::Aborted);
+        }
         let mut entry = entry.map_err(malformed)?;
         let kind = entry.header().entry_type();
         if kind.is_pax_global_extensions() {
@@ -599,6 +644,9 @@ fn read_members(file: File, limit: u64, feed: &mut Feed) -> Result<()> {
             return Ok(());
         }
         loop {
+            if stop() {
+                return Err(Error::Aborted);
+            }
             let Some(room) = feed.room() else {
                 return Ok(());
             };
