@@ -120,13 +120,13 @@ export type MountSpec = string | [target: string, mode: "ro" | "rw"];
 export type ChunkCallback = (chunk: Buffer) => void;
 
 export interface SandboxOptions {
-  /** OCI image the box runs from. Default: "python:3.12-slim". */
+  /** OCI image the box runs from. Default "python:3.12-slim". */
   image?: string;
   /** Shell command run ONCE at open() in a NETWORK-ENABLED setup box (e.g. "pip install pandas"). */
   setup?: string;
   /** Host dir to persist as the workspace. Omit -> a temp dir, created on open() and deleted on close(). */
   workspace?: string;
-  /** RAM cap in MiB (kern --memory). Default 512. null = uncapped default. */
+  /** RAM cap in MiB (kern --memory). Default 512. null = uncapped. */
   memoryMb?: number | null;
   /** CPU cap in cores (kern --cpus). null (default) = uncapped. */
   cpus?: number | null;
@@ -157,7 +157,8 @@ export interface SandboxOptions {
   env?: Record<string, string>;
   /** Cap on captured stdout/stderr EACH, in bytes. Default 64 MiB. */
   maxOutputBytes?: number;
-  /** true (default) hard-enforces caps via a systemd scope (~6 ms start); false = best-effort (~3 ms). */
+  /** true hard-enforces caps via a systemd scope (~6 ms start); false = best-effort (~3 ms).
+   * Default true. */
   enforceLimits?: boolean;
   /** Mount setup= deps read-only for runCode (blocks cross-run dependency poisoning). Default false. */
   depsReadonly?: boolean;
@@ -167,12 +168,12 @@ export interface SandboxOptions {
   onStdout?: ChunkCallback | null;
   /** Called with each stderr Buffer chunk as it arrives. */
   onStderr?: ChunkCallback | null;
-  /** Report the files each call created/modified in `result.files`. Default true; false skips the
-   * tracking (an inotify-kept index of the workspace) and `files` is then `[]`. */
+  /** Report the files each call created/modified in `result.files`; false skips the tracking (an
+   * inotify-kept index of the workspace) and `files` is then `[]`. Default true. */
   trackFiles?: boolean;
-  /** Linux capabilities the box drops (kern --cap-drop, one per entry), e.g. ["ALL"] or
-   * ["NET_RAW"]. Default ["ALL"]; `[]` opts out and keeps kern's own default set. Names are
-   * validated so an entry can never smuggle a flag. */
+  /** Linux capabilities the box drops (kern --cap-drop, one per entry): names of capabilities(7),
+   * with or without `CAP_`, in any case, or "ALL". `[]` opts out and keeps kern's own default set;
+   * an unknown name is a SandboxError. Default ["ALL"]. */
   capDrop?: string[];
   /** kern's hardened profile for code you do not trust (kern --security-profile). The only
    * profile is "untrusted". null or absent (default): kern's normal posture. */
@@ -258,6 +259,20 @@ export interface RestoreOptions {
   maxBytes?: number;
 }
 
+/** Options for snapshotAsync(). */
+export interface SnapshotAsyncOptions extends SnapshotOptions {
+  /** Aborts the snapshot: the promise rejects with `signal.reason` (an `AbortError` DOMException by
+   * default) and no archive, partial or whole, is left at `dest`. */
+  signal?: AbortSignal;
+}
+
+/** Options for restoreAsync(). */
+export interface RestoreAsyncOptions extends RestoreOptions {
+  /** Aborts the restore: the promise rejects with `signal.reason`; members already extracted stay,
+   * as they do when restore() refuses a later member. */
+  signal?: AbortSignal;
+}
+
 /** A configured kernel sandbox. FILE state persists across runCode/run in a workspace on disk; each
  * call runs in a FRESH ephemeral box. Safe by default; every relaxing option says so.
  *
@@ -284,6 +299,12 @@ export class Sandbox {
   snapshot(dest: string, opts?: SnapshotOptions): void;
   /** Extract a snapshot (from snapshot()) into the workspace, safely (rejects symlink/.. /absolute members). */
   restore(src: string, opts?: RestoreOptions): void;
+  /** snapshot() without blocking the event loop: the same archive, limits and refusals, written
+   * on worker threads. Rejects (SandboxError) where snapshot() throws; `signal` or close() stops it. */
+  snapshotAsync(dest: string, opts?: SnapshotAsyncOptions): Promise<void>;
+  /** restore() without blocking the event loop: the same checks and refusals, on worker threads.
+   * Rejects (SandboxError) where restore() throws; `signal` or close() stops it. */
+  restoreAsync(src: string, opts?: RestoreAsyncOptions): Promise<void>;
   /** List regular files under the workspace (excludes .deps). */
   listFiles(subdir?: string): Promise<FileInfo[]>;
   /** Start a warm Python interpreter in one long-lived box on this workspace, with the session's

@@ -48,7 +48,14 @@ const { NativeSandbox } = native
 // temp workspaces are cleaned up from here too (a normal exit runs both; the second is a no-op).
 process.once('exit', () => native.cleanupNow())
 
-const DEFAULT_IMAGE = 'python:3.12-slim'
+/** Each option's default, from the native side, which applies them: set here only to expose them
+ * as a Sandbox's properties, as 0.1.1 did. Options not listed default to null. */
+const DEFAULTS = Object.freeze(native.optionDefaults())
+/** The options a Sandbox exposes as properties, in 0.1.1's order. */
+const EXPOSED = [
+  'image', 'setup', 'workspace', 'memoryMb', 'cpus', 'pids', 'timeoutS', 'network', 'egressAllow', 'mounts',
+  'profiles', 'env', 'maxOutputBytes', 'enforceLimits', 'depsReadonly', 'trackFiles',
+]
 /** Options whose `null` means "no cap" rather than "default". */
 const NULLABLE_CAPS = new Set(['memoryMb', 'pids', 'cpus'])
 /** Options handed to the native constructor, with the JS type each must have. */
@@ -215,13 +222,16 @@ function show(v) {
 }
 
 function checkType(key, v, type) {
-  const ok =
-    type === 'string[]'
-      ? Array.isArray(v) && v.every((x) => typeof x === 'string')
-      : typeof v === type
-  if (!ok) {
-    const what = type === 'string[]' ? 'an array of strings' : `a ${type}`
-    throw new SandboxError(`invalid option ${key}: expected ${what}, got ${show(v)}`)
+  if (type !== 'string[]') {
+    if (typeof v !== type) throw new SandboxError(`invalid option ${key}: expected a ${type}, got ${show(v)}`)
+    return
+  }
+  if (!Array.isArray(v)) throw new SandboxError(`invalid option ${key}: expected an array of strings, got ${show(v)}`)
+  // An index loop: every() and friends skip the holes of a sparse array.
+  for (let i = 0; i < v.length; i++) {
+    if (typeof v[i] !== 'string') {
+      throw new SandboxError(`invalid option ${key}: expected an array of strings, got ${show(v[i])} at index ${i}`)
+    }
   }
 }
 
@@ -339,10 +349,17 @@ async function nativeCall(opts, session, cancel, invoke) {
   const onStderr = opts.onStderr !== undefined ? opts.onStderr : session.onStderr
   checkCallback('onStdout', onStdout)
   checkCallback('onStderr', onStderr)
+  return cancellable(signal, cancel, (callId) => invoke(callId, chunkSink(onStdout), chunkSink(onStderr)))
+}
+
+/** Starts native work under a fresh call id that `signal` cancels through `cancel(callId)`; an
+ * already aborted signal rejects before anything starts. */
+async function cancellable(signal, cancel, start) {
+  if (signal && signal.aborted) throw signal.reason
   const callId = signal ? nextCallId++ : undefined
   const onAbort = () => cancel(callId)
   try {
-    const pending = invoke(callId, chunkSink(onStdout), chunkSink(onStderr))
+    const pending = start(callId)
     if (signal) signal.addEventListener('abort', onAbort, { once: true })
     return await pending
   } catch (e) {
@@ -379,22 +396,10 @@ class Sandbox {
   constructor(opts = {}) {
     opts = opts ?? {}
     if (typeof opts !== 'object') throw new SandboxError('Sandbox options must be an object')
-    this.image = opts.image ?? DEFAULT_IMAGE
-    this.setup = opts.setup ?? null
-    this.workspace = opts.workspace ?? null
-    this.memoryMb = opts.memoryMb === undefined ? 512 : opts.memoryMb
-    this.cpus = opts.cpus ?? null
-    this.pids = opts.pids === undefined ? 256 : opts.pids
-    this.timeoutS = opts.timeoutS ?? 30
-    this.network = opts.network ?? false
-    this.egressAllow = opts.egressAllow ?? null
-    this.mounts = opts.mounts ?? null
-    this.profiles = opts.profiles ?? null
-    this.env = opts.env ?? null
-    this.maxOutputBytes = opts.maxOutputBytes ?? 64 * 1024 * 1024
-    this.enforceLimits = opts.enforceLimits ?? true
-    this.depsReadonly = opts.depsReadonly ?? false
-    this.trackFiles = opts.trackFiles ?? true
+    for (const key of EXPOSED) {
+      const v = opts[key]
+      this[key] = v === undefined || (v === null && !NULLABLE_CAPS.has(key)) ? (DEFAULTS[key] ?? null) : v
+    }
     checkCallback('onStdout', opts.onStdout)
     checkCallback('onStderr', opts.onStderr)
     this.onStdout = opts.onStdout ?? null
@@ -504,6 +509,24 @@ class Sandbox {
     checkPath('src', src)
     const maxBytes = bytesOption('restore', opts)
     callNative(() => this.#native.restore(src, maxBytes))
+  }
+
+  /** snapshot() off the event loop: the same archive, limits and refusals, in a worker thread.
+   * `signal` aborts it (the partial archive is removed); so does close(). */
+  async snapshotAsync(dest, opts = {}) {
+    checkPath('dest', dest)
+    opts = optionsBag('snapshotAsync', opts)
+    const maxBytes = bytesOption('snapshotAsync', opts)
+    await cancellable(checkSignal(opts.signal), (id) => this.#native.cancel(id), (callId) => this.#native.snapshotAsync(dest, maxBytes, callId))
+  }
+
+  /** restore() off the event loop: the same checks and refusals, in worker threads. `signal`
+   * aborts it (members already written stay, as after a refusal); so does close(). */
+  async restoreAsync(src, opts = {}) {
+    checkPath('src', src)
+    opts = optionsBag('restoreAsync', opts)
+    const maxBytes = bytesOption('restoreAsync', opts)
+    await cancellable(checkSignal(opts.signal), (id) => this.#native.cancel(id), (callId) => this.#native.restoreAsync(src, maxBytes, callId))
   }
 }
 

@@ -102,7 +102,7 @@ test('argv: every optional flag in its place', { skip: STANDIN_ONLY }, async () 
 
 test('argv: requireLimits and apparmor flags follow --cap-drop', { skip: STANDIN_ONLY }, async () => {
   const rec = recordingKern()
-  const sbx = await sandboxWith(rec.bin, { requireLimits: true, apparmor: 'kern-box', capDrop: ['NET_RAW', 'SYS_ADMIN'] }).open()
+  const sbx = await sandboxWith(rec.bin, { requireLimits: true, apparmor: 'kern-box', capDrop: ['NET_RAW', 'cap_sys_admin'] }).open()
   try {
     await sbx.run(['true'])
     const { flags } = parseBox(rec.boxCalls()[0])

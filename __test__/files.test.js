@@ -111,7 +111,7 @@ test('listFiles: regular files only, .deps and symlinks excluded, subdir works',
     await s.writeFile('one.txt', '1')
     await s.writeFile('dir/two.txt', '22')
     await s.writeFile('.deps/pkg/mod.py', 'x = 1')
-    await s.run(['sh', '-c', 'ln -s one.txt link.txt && ln -s /etc etclink && mkfifo fifo'])
+    await s.run(['sh', '-c', 'ln -s one.txt link.txt && ln -s /etc etclink && mkfifo fifo && ln -s /etc dir/esc'])
     const all = await s.listFiles()
     assert.deepEqual(
       all.map((f) => [f.path, f.size]).sort(),
@@ -121,14 +121,10 @@ test('listFiles: regular files only, .deps and symlinks excluded, subdir works',
     const sub = await s.listFiles('dir')
     assert.deepEqual(sub.map((f) => f.path), ['dir/two.txt'])
     await assert.rejects(s.listFiles('../'), SandboxError)
-    // a symlinked subdir is never walked: refused, or nothing listed
-    let viaLink = []
-    try {
-      viaLink = await s.listFiles('etclink')
-    } catch (e) {
-      assert.ok(e instanceof SandboxError)
+    // a symlinked subdir is refused as readFile/writeFile refuse one, naming the path
+    for (const p of ['etclink', 'dir/esc', 'dir/esc/ssl']) {
+      await assert.rejects(s.listFiles(p), (e) => e instanceof SandboxError && e.message.includes(JSON.stringify(p)) && /symlink/.test(e.message), p)
     }
-    assert.deepEqual(viaLink, [])
   } finally {
     await s.close()
   }
@@ -252,6 +248,9 @@ async function main() {
   res.readFifo = await attempt(() => s.readFile('p'))
   res.writeFifo = await attempt(() => s.writeFile('p', 'x'))
   res.list = (await s.listFiles()).map((f) => f.path).sort().join(',')
+  res.listDirLink = await attempt(() => s.listFiles('out'))
+  res.listUpLink = await attempt(() => s.listFiles('real/up/x'))
+  res.listMissing = await attempt(() => s.listFiles('real/none'))
   res.outside = fs.readdirSync(outside).join(',') + '|' + fs.readFileSync(outside + '/secret', 'utf8')
   await s.close()
   console.log(JSON.stringify(res))
@@ -272,6 +271,9 @@ const EXPECTED = {
   readFifo: 'SandboxError',
   writeFifo: 'SandboxError',
   list: 'x/y/z.txt',
+  listDirLink: 'SandboxError',
+  listUpLink: 'SandboxError',
+  listMissing: 'ok:',
   outside: 'secret|host secret',
 }
 

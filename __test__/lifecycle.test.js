@@ -26,13 +26,42 @@ test('a temp workspace lives in a kern-sbx-<pid>-* dir that close() removes', as
 })
 
 test('close() is idempotent, also before open()', async () => {
+  const closed = async (s) => {
+    assert.equal(s.workspacePath, null, 'closed: no workspace')
+    await assert.rejects(s.runCode('print(1)'), (e) => e instanceof SandboxError && /open the Sandbox first/.test(e.message))
+    await assert.rejects(s.readFile('keep.txt'), SandboxError)
+    await assert.rejects(s.writeFile('new.txt', 'x'), SandboxError)
+    assert.throws(() => s.snapshot(path.join(tmpDir(), 's.tgz')), SandboxError)
+  }
+  const dirs = sessionDirs().length
+
   const never = new Sandbox()
+  assert.equal(await never.close(), undefined)
+  assert.equal(await never.close(), undefined)
+  await closed(never)
+  await never.open() // closing before open() leaves it openable
+  assert.equal((await never.runCode('print("opened")')).stdout, 'opened\n')
   await never.close()
-  await never.close()
-  const sbx = await new Sandbox().open()
-  await sbx.close()
-  await sbx.close()
-  await Promise.all([sbx.close(), sbx.close()])
+
+  // A user-owned workspace survives every close(), the later ones included.
+  const ws = path.join(tmpDir('kst-close-'), 'ws')
+  const mine = await new Sandbox({ workspace: ws }).open()
+  await mine.writeFile('keep.txt', 'kept')
+  for (let i = 0; i < 3; i++) assert.equal(await mine.close(), undefined, `close() #${i + 1}`)
+  const both = await Promise.allSettled([mine.close(), mine.close()])
+  assert.deepEqual(both.map((r) => r.status), ['fulfilled', 'fulfilled'])
+  assert.equal(fs.readFileSync(path.join(ws, 'keep.txt'), 'utf8'), 'kept')
+  await closed(mine)
+
+  // A temp workspace is gone after the first close(); the next ones change nothing.
+  const temp = await new Sandbox().open()
+  const tempWs = temp.workspacePath
+  await temp.close()
+  assert.ok(!fs.existsSync(tempWs))
+  assert.equal(await temp.close(), undefined)
+  assert.ok(!fs.existsSync(tempWs))
+  await closed(temp)
+  assert.equal(sessionDirs().length, dirs, 'no session directory left behind')
 })
 
 test('open() twice is fine and runs setup once', async () => {

@@ -184,3 +184,59 @@ test('options must be an object', () => {
   assert.throws(() => new Sandbox('python'), SandboxError)
   assert.throws(() => new Sandbox(42), SandboxError)
 })
+
+test('capDrop: capabilities(7) names (with or without CAP_, any case) or ALL; anything else is refused naming it', () => {
+  for (const ok of [['ALL'], ['all'], ['NET_RAW', 'cap_sys_admin'], ['CAP_NET_BIND_SERVICE', 'Checkpoint_Restore'], []]) new Sandbox({ capDrop: ok })
+  const forty = 'A'.repeat(40)
+  for (const bad of [forty, 'NET_RAWR', 'CAP_', 'NET_RAW,SYS_ADMIN', 'ALL ']) {
+    assert.throws(
+      () => new Sandbox({ capDrop: ['NET_RAW', bad] }),
+      (e) => e instanceof SandboxError && e.message.startsWith('invalid option capDrop:') && e.message.includes(JSON.stringify(bad)),
+      bad,
+    )
+  }
+})
+
+test('a list option with holes is refused like a wrong element, in JS terms, naming the option', () => {
+  // every()/some() skip holes: a hole reached the napi conversion and came back in Rust terms.
+  for (const opt of ['egressAllow', 'profiles', 'capDrop']) {
+    const valid = { egressAllow: 'a.example.org', profiles: 'vcpu:heavy', capDrop: 'NET_RAW' }[opt]
+    // eslint-disable-next-line no-sparse-arrays
+    for (const v of [[, valid], [valid, , valid], new Array(3)]) {
+      assert.throws(
+        () => new Sandbox({ [opt]: v }),
+        (e) => e instanceof SandboxError && e.message === `invalid option ${opt}: expected an array of strings, got undefined at index ${v.indexOf(valid) === 0 ? 1 : 0}`,
+        `${opt}: ${v.length} entries`,
+      )
+    }
+  }
+})
+
+test('every option default lives natively; the Sandbox, the README and index.d.ts quote it', () => {
+  const native = require('../binding.js').optionDefaults()
+  const MiB = 1024 * 1024
+  /** A quoted default: `"x"`, `512`, `["ALL"]`, `false`, or `64 MiB`. */
+  const parse = (text) => {
+    const mib = /^(\d+) MiB$/.exec(text)
+    return mib ? Number(mib[1]) * MiB : JSON.parse(text.replace(/^`|`$/g, ''))
+  }
+  const s = new Sandbox()
+  const readme = fs.readFileSync(path.join(__dirname, '..', 'README.md'), 'utf8')
+  const table = readme.slice(readme.indexOf('### Options'), readme.indexOf('Per-call options'))
+  const rows = new Map([...table.matchAll(/^\| `(\w+)` \| ([^|]+) \|/gm)].map((m) => [m[1], m[2].trim()]))
+  const dts = fs.readFileSync(path.join(__dirname, '..', 'index.d.ts'), 'utf8')
+  const options = dts.slice(dts.indexOf('export interface SandboxOptions'), dts.indexOf('export type Language'))
+  for (const [key, value] of Object.entries(native)) {
+    if (key in s) assert.deepEqual(s[key], value, `Sandbox#${key}`)
+    assert.ok(rows.has(key), `README options table has no row for ${key}`)
+    assert.deepEqual(parse(rows.get(key)), value, `README default of ${key}`)
+    const doc = new RegExp(`/\\*\\*((?:(?!\\*/)[\\s\\S])*)\\*/\\s*${key}\\?:`).exec(options)
+    assert.ok(doc, `index.d.ts documents no ${key}`)
+    const quoted = /Default (\S+(?: MiB)?)\./.exec(doc[1].replace(/\s*\*\s*/g, ' '))
+    assert.ok(quoted, `index.d.ts: the doc of ${key} quotes no "Default X."`)
+    assert.deepEqual(parse(quoted[1]), value, `index.d.ts default of ${key}`)
+  }
+  for (const [key, text] of rows) {
+    if (!(key in native) && /^`/.test(text)) assert.fail(`README quotes a default for ${key} that the native side does not have`)
+  }
+})

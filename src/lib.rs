@@ -30,7 +30,7 @@ pub use snapshot::{restore as restore_archive, snapshot as snapshot_archive};
 pub use workspace::Workspace;
 
 use std::collections::HashSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use napi::bindgen_prelude::{Buffer, Either, Object, PromiseRaw};
@@ -305,24 +305,92 @@ impl NativeSandbox {
 
     #[napi]
     pub fn snapshot(&self, dest: String, max_bytes: Option<f64>) -> napi::Result<()> {
-        if dest.is_empty() || dest.contains('\0') {
-            return Err(Error::sandbox("snapshot needs a destination file path").into());
-        }
-        let limit = nonnegative_bytes(max_bytes, "maxBytes")?.unwrap_or(snapshot::DEFAULT_LIMIT);
-        Ok(errors::guard(|| {
-            self.inner.snapshot(Path::new(&dest), limit)
-        })?)
+        self.archive(Archive::Snapshot, dest, max_bytes)
     }
 
     #[napi]
     pub fn restore(&self, src: String, max_bytes: Option<f64>) -> napi::Result<()> {
-        if src.is_empty() || src.contains('\0') {
-            return Err(Error::sandbox("restore needs a source file path").into());
+        self.archive(Archive::Restore, src, max_bytes)
+    }
+
+    /// snapshot() off the event loop; `call_id` lets `cancel()` stop it.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn snapshot_async<'e>(
+        &self,
+        env: &'e Env,
+        dest: String,
+        max_bytes: Option<f64>,
+        call_id: Option<u32>,
+    ) -> napi::Result<PromiseRaw<'e, ()>> {
+        self.archive_async(env, Archive::Snapshot, dest, max_bytes, call_id)
+    }
+
+    /// restore() off the event loop; `call_id` lets `cancel()` stop it.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn restore_async<'e>(
+        &self,
+        env: &'e Env,
+        src: String,
+        max_bytes: Option<f64>,
+        call_id: Option<u32>,
+    ) -> napi::Result<PromiseRaw<'e, ()>> {
+        self.archive_async(env, Archive::Restore, src, max_bytes, call_id)
+    }
+
+    /// The synchronous snapshot/restore of 0.1.1: on the calling (JS) thread, never stopped.
+    fn archive(&self, way: Archive, path: String, max_bytes: Option<f64>) -> napi::Result<()> {
+        let (path, limit) = way.check(path, max_bytes)?;
+        Ok(errors::guard(|| {
+            way.run(&self.inner, &path, limit, &|| false)
+        })?)
+    }
+
+    /// The promise twins: the same checks and work, on the blocking pool, cancellable.
+    fn archive_async<'e>(
+        &self,
+        env: &'e Env,
+        way: Archive,
+        path: String,
+        max_bytes: Option<f64>,
+        call_id: Option<u32>,
+    ) -> napi::Result<PromiseRaw<'e, ()>> {
+        let (path, limit) = way.check(path, max_bytes)?;
+        // Registered now, so an abort right after the call begins is never lost.
+        let call = call_id.map(|id| self.inner.register_call(id));
+        let s = self.inner.clone();
+        promise(env, async move {
+            s.archive_job(call, move |s, stop| way.run(s, &path, limit, stop))
+                .await
+        })
+    }
+}
+
+/// Which way a checkpoint goes: what snapshot/restore and their promise twins share.
+#[derive(Clone, Copy)]
+enum Archive {
+    Snapshot,
+    Restore,
+}
+
+impl Archive {
+    /// The archive's host path and the byte ceiling, checked before any work starts.
+    fn check(self, path: String, max_bytes: Option<f64>) -> napi::Result<(PathBuf, u64)> {
+        if path.is_empty() || path.contains('\0') {
+            let what = match self {
+                Archive::Snapshot => "snapshot needs a destination file path",
+                Archive::Restore => "restore needs a source file path",
+            };
+            return Err(Error::sandbox(what).into());
         }
         let limit = nonnegative_bytes(max_bytes, "maxBytes")?.unwrap_or(snapshot::DEFAULT_LIMIT);
-        Ok(errors::guard(|| {
-            self.inner.restore(Path::new(&src), limit)
-        })?)
+        Ok((PathBuf::from(path), limit))
+    }
+
+    fn run(self, s: &Session, path: &Path, limit: u64, stop: snapshot::Stop) -> errors::Result<()> {
+        match self {
+            Archive::Snapshot => s.snapshot(path, limit, stop),
+            Archive::Restore => s.restore(path, limit, stop),
+        }
     }
 }
 

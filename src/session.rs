@@ -11,11 +11,12 @@ use crate::cleanup;
 use crate::errors::{Error, Result};
 use crate::fault::{self, Ending};
 use crate::kernel::Kernel;
-use crate::options::{self, Config};
+use crate::options::Config;
 use crate::outcome::Outcome;
 use crate::output::ChunkFn;
 use crate::pip;
 use crate::rich::{self, CellFiles};
+use crate::snapshot::Stop;
 use crate::spawn::{self, BoxRun, Launch};
 use crate::track::{self, FileInfo, LiveIndex};
 use crate::workspace::{self, Workspace};
@@ -59,6 +60,9 @@ pub struct Session {
     calls: Arc<Calls>,
     /// The session's warm kernels, closed with it.
     kernels: Mutex<Vec<Weak<Kernel>>>,
+    /// Held shared by a background snapshot/restore: close() waits for them to stop before it
+    /// removes a workspace they may still be writing.
+    jobs: tokio::sync::RwLock<()>,
 }
 
 fn random_hex(bytes: usize) -> String {
@@ -87,6 +91,7 @@ impl Session {
             lifecycle: tokio::sync::Mutex::new(()),
             calls: Default::default(),
             kernels: Mutex::new(Vec::new()),
+            jobs: tokio::sync::RwLock::new(()),
         }
     }
 
@@ -199,6 +204,7 @@ impl Session {
         for k in kernels {
             k.close().await;
         }
+        drop(self.jobs.write().await);
         if let Some(o) = opened {
             let _ = blocking(move || {
                 remove_private(&o.private);
@@ -472,18 +478,35 @@ impl Session {
     pub async fn list_files(&self, sub: String) -> Result<Vec<FileInfo>> {
         let o = self.opened()?;
         blocking(move || {
-            let parts = options::normalize_rel(&sub)?;
+            let parts = crate::workspace::normalize_rel(&sub)?;
             track::list(&o.ws, &parts)
         })
         .await
     }
 
-    pub fn snapshot(&self, dest: &Path, limit: u64) -> Result<()> {
-        crate::snapshot::snapshot(&self.opened()?.ws, dest, limit)
+    pub fn snapshot(&self, dest: &Path, limit: u64, stop: Stop) -> Result<()> {
+        crate::snapshot::snapshot_until(&self.opened()?.ws, dest, limit, stop)
     }
 
-    pub fn restore(&self, src: &Path, limit: u64) -> Result<()> {
-        crate::snapshot::restore(&self.opened()?.ws, src, limit)
+    pub fn restore(&self, src: &Path, limit: u64, stop: Stop) -> Result<()> {
+        crate::snapshot::restore_until(&self.opened()?.ws, src, limit, stop)
+    }
+
+    /// Runs a snapshot or restore on the blocking pool. The caller's AbortSignal (`call`, when JS
+    /// wired one) and close() stop it between steps; close() waits for that.
+    pub async fn archive_job(
+        self: &Arc<Self>,
+        call: Option<Call>,
+        job: impl FnOnce(&Session, Stop) -> Result<()> + Send + 'static,
+    ) -> Result<()> {
+        let _job = self.jobs.read().await;
+        let call = call.unwrap_or_else(|| self.calls.register(None));
+        let (me, cancel) = (self.clone(), call.cancel.clone());
+        let r = blocking(move || job(&me, &|| cancel.reason().is_some())).await;
+        match (r, call.cancel.reason()) {
+            (Err(Error::Aborted), Some(why)) => Err(stop_error(why)),
+            (r, _) => r,
+        }
     }
 }
 

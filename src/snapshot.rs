@@ -20,16 +20,25 @@ use crate::workspace::{Entry, Workspace};
 pub const DEFAULT_LIMIT: u64 = 4 << 30;
 const IO_BUF: usize = 1 << 20;
 
+/// Asked between the steps of an archive job: true once its caller gave up (an AbortSignal, or
+/// close()). The job then ends with [`Error::Aborted`], cleaned up as after a refusal.
+pub type Stop<'a> = &'a dyn Fn() -> bool;
+
 /// Writes a gzip tar of the workspace to `dest` (through a temp file renamed into place),
 /// refusing once the files' total size passes `limit`.
 pub fn snapshot(ws: &Workspace, dest: &Path, limit: u64) -> Result<()> {
+    snapshot_until(ws, dest, limit, &|| false)
+}
+
+/// [`snapshot`], giving up when `stop` says so.
+pub fn snapshot_until(ws: &Workspace, dest: &Path, limit: u64, stop: Stop) -> Result<()> {
     let tmp = temp_beside(dest);
     let out = File::options()
         .write(true)
         .create_new(true)
         .open(&tmp)
         .map_err(|e| Error::io(format!("snapshot: cannot create {}", tmp.display()), e))?;
-    let result = write_archive(ws, &out, &tmp, limit).and_then(|()| {
+    let result = write_archive(ws, &out, &tmp, limit, stop).and_then(|()| {
         std::fs::rename(&tmp, dest)
             .map_err(|e| Error::io(format!("snapshot: cannot write {}", dest.display()), e))
     });
@@ -47,15 +56,27 @@ fn temp_beside(dest: &Path) -> PathBuf {
     dest.with_file_name(format!(".{name}.{}.partial", std::process::id()))
 }
 
-fn write_archive(ws: &Workspace, out: &File, out_path: &Path, limit: u64) -> Result<()> {
+fn write_archive(
+    ws: &Workspace,
+    out: &File,
+    out_path: &Path,
+    limit: u64,
+    stop: Stop,
+) -> Result<()> {
     let own = out.metadata().map(|m| (m.dev(), m.ino())).ok();
     let mut total: u64 = 0;
     let gz = ChunkedGz::new(BufWriter::with_capacity(IO_BUF, out))
         .map_err(|e| Error::io("snapshot", e))?;
     let mut tar = tar::Builder::new(gz);
-    let fail =
-        |e: io::Error| Error::io(format!("snapshot: cannot write {}", out_path.display()), e);
+    let fail = |e: io::Error| {
+        if e.get_ref().is_some_and(|i| i.is::<Stopped>()) {
+            Error::Aborted
+        } else {
+            Error::io(format!("snapshot: cannot write {}", out_path.display()), e)
+        }
+    };
     ws.walk(&[], false, true, &mut |entry| match entry {
+        _ if stop() => Err(Error::Aborted),
         Entry::Dir { rel, .. } => {
             let mut h = tar::Header::new_gnu();
             h.set_entry_type(tar::EntryType::Directory);
@@ -100,6 +121,7 @@ fn write_archive(ws: &Workspace, out: &File, out_path: &Path, limit: u64) -> Res
                 Exact {
                     inner: file.take(size),
                     left: size,
+                    stop,
                 },
             )
             .map_err(fail)
@@ -113,45 +135,64 @@ fn write_archive(ws: &Workspace, out: &File, out_path: &Path, limit: u64) -> Res
 /// Compression unit: each chunk is deflated on its own and sync-flushed, so chunks can be
 /// compressed in parallel and still concatenate into one ordinary gzip member (as pigz does).
 const CHUNK: usize = 1 << 20;
+/// zlib-rs's level 1 is a single-probe matcher with fixed Huffman codes: text came out ~35% larger
+/// than 0.1.1's archives (Node's zlib at level 1). Its level 2 is zlib's fast matcher, as small as
+/// those at 2/3 of level 1's speed, which the cores working in parallel more than make up.
+const LEVEL: u32 = 2;
+/// More threads than this buy nothing: writing the archive and reading the files are serial.
+const MAX_WORKERS: usize = 8;
 
-/// A gzip writer tuned for checkpoints: level 1, chunks compressed two at a time when a second
-/// core exists, and chunks that do not compress (media, archives, random data) stored as they
-/// are instead of being made larger at great cost. Output is a single standard gzip member.
+/// A gzip writer tuned for checkpoints: chunks compressed on every core, and chunks that do not
+/// compress (media, archives, random data) stored as they are instead of being made larger at
+/// great cost. Output is a single standard gzip member.
 struct ChunkedGz<W: Write> {
     out: W,
     /// Full chunks waiting to be compressed together, and the partial one being filled.
     ready: Vec<Vec<u8>>,
     filling: Vec<u8>,
     crc: Crc,
-    parallel: bool,
+    /// Threads (this one included) that compress a batch of `workers` chunks.
+    workers: usize,
 }
 
 impl<W: Write> ChunkedGz<W> {
-    fn new(mut out: W) -> io::Result<Self> {
-        // Header: no name, no mtime, "fastest" flag, unknown OS.
-        out.write_all(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 4, 0xff])?;
-        let parallel = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+    fn new(out: W) -> io::Result<Self> {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Self::with_workers(out, cores.min(MAX_WORKERS))
+    }
+
+    fn with_workers(mut out: W, workers: usize) -> io::Result<Self> {
+        // Header: no name, no mtime, no level flag (as zlib writes it for level 2), unknown OS.
+        out.write_all(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff])?;
         Ok(ChunkedGz {
             out,
             ready: Vec::new(),
             filling: Vec::with_capacity(CHUNK),
             crc: Crc::new(),
-            parallel,
+            workers: workers.max(1),
         })
     }
 
     /// Compresses and writes the ready chunks, in order; `last` closes the deflate stream.
     fn drain(&mut self, last: bool) -> io::Result<()> {
         let chunks = std::mem::take(&mut self.ready);
-        let n = chunks.len();
-        let outputs: Vec<io::Result<Vec<u8>>> = if self.parallel && n > 1 {
+        let per = chunks.len().div_ceil(self.workers).max(1);
+        let outputs: Vec<io::Result<Vec<u8>>> = if chunks.len() > 1 && self.workers > 1 {
             std::thread::scope(|s| {
-                let (head, tail) = chunks.split_at(n / 2);
-                let other = s.spawn(|| deflate_chunks(head, false));
-                let mine = deflate_chunks(tail, last);
-                let mut all = other
-                    .join()
-                    .unwrap_or_else(|_| vec![Err(io::Error::other("compression thread panicked"))]);
+                let groups: Vec<&[Vec<u8>]> = chunks.chunks(per).collect();
+                let (mine, others) = groups.split_last().expect("two chunks or more");
+                let others: Vec<_> = others
+                    .iter()
+                    .copied()
+                    .map(|g| s.spawn(move || deflate_chunks(g, false)))
+                    .collect();
+                let mine = deflate_chunks(mine, last);
+                let mut all = Vec::with_capacity(chunks.len());
+                for t in others {
+                    all.extend(t.join().unwrap_or_else(|_| {
+                        vec![Err(io::Error::other("compression thread panicked"))]
+                    }));
+                }
                 all.extend(mine);
                 all
             })
@@ -182,7 +223,7 @@ impl<W: Write> Write for ChunkedGz<W> {
         if self.filling.len() == CHUNK {
             let full = std::mem::replace(&mut self.filling, Vec::with_capacity(CHUNK));
             self.ready.push(full);
-            if self.ready.len() >= 2 {
+            if self.ready.len() >= self.workers {
                 self.drain(false)?;
             }
         }
@@ -203,14 +244,15 @@ fn deflate_chunks(chunks: &[Vec<u8>], last: bool) -> Vec<io::Result<Vec<u8>>> {
         .collect()
 }
 
-/// Raw deflate of one chunk: stored if a sample shows it does not compress, else level 1.
+/// Raw deflate of one chunk: stored if a sample shows it does not compress, else [`LEVEL`].
 fn deflate(chunk: &[u8], last: bool) -> io::Result<Vec<u8>> {
     let sample = &chunk[..chunk.len().min(32 << 10)];
+    // The quick level-1 pass is enough to tell random bytes from text.
     let level =
         if !sample.is_empty() && raw_deflate(sample, 1, false)?.len() * 100 > sample.len() * 97 {
             0
         } else {
-            1
+            LEVEL
         };
     raw_deflate(chunk, level, last)
 }
@@ -236,16 +278,20 @@ fn raw_deflate(input: &[u8], level: u32, last: bool) -> io::Result<Vec<u8>> {
 }
 
 /// Yields exactly `left` bytes: the file's own, then zeros if it shrank while being archived, so
-/// the header's size always matches what follows it.
-struct Exact<R> {
+/// the header's size always matches what follows it. Fails with [`Stopped`] once `stop` says so.
+struct Exact<'s, R> {
     inner: R,
     left: u64,
+    stop: Stop<'s>,
 }
 
-impl<R: Read> Read for Exact<R> {
+impl<R: Read> Read for Exact<'_, R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if self.left == 0 {
             return Ok(0);
+        }
+        if (self.stop)() {
+            return Err(io::Error::other(Stopped));
         }
         let want = buf.len().min(self.left as usize);
         let mut n = self.inner.read(&mut buf[..want])?;
@@ -257,6 +303,16 @@ impl<R: Read> Read for Exact<R> {
         Ok(n)
     }
 }
+
+/// What a stopped snapshot unwinds with through the tar writer.
+#[derive(Debug)]
+struct Stopped;
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("stopped")
+    }
+}
+impl std::error::Error for Stopped {}
 
 /// Stops the stream once more than `limit` decompressed bytes have been read.
 struct Ceiling<R> {
@@ -339,6 +395,12 @@ fn vet_path(raw: &[u8]) -> Result<Option<Vec<String>>> {
 /// inflate and the kernel's file work overlap. At most [`BATCHES`] batches exist, which bounds
 /// the memory in flight.
 pub fn restore(ws: &Workspace, src: &Path, limit: u64) -> Result<()> {
+    restore_until(ws, src, limit, &|| false)
+}
+
+/// [`restore`], giving up when `stop` says so (the members written so far stay, as after a
+/// refusal).
+pub fn restore_until(ws: &Workspace, src: &Path, limit: u64, stop: Stop) -> Result<()> {
     let file = open_regular(src)
         .map_err(|e| Error::io(format!("restore: cannot open {}", src.display()), e))?;
     // The earliest member a writer failed on: no writer goes past it, and its error is reported.
@@ -366,7 +428,7 @@ pub fn restore(ws: &Workspace, src: &Path, limit: u64) -> Result<()> {
             sends,
             back,
         };
-        let read = read_members(file, limit, &mut feed);
+        let read = read_members(file, limit, &mut feed, stop);
         feed.finish(); // what was read before a refusal is still written
         let mut first: Option<(u64, Error)> = None;
         for writer in writers {
@@ -527,7 +589,7 @@ impl Drop for GiveBack {
 
 /// Decompresses and vets the archive into `feed`. Ok(()) also when a writer stopped first: its
 /// error is the one to report.
-fn read_members(file: File, limit: u64, feed: &mut Feed) -> Result<()> {
+fn read_members(file: File, limit: u64, feed: &mut Feed, stop: Stop) -> Result<()> {
     let gz = GzDecoder::new(BufReader::with_capacity(BATCH, file));
     let mut archive = tar::Archive::new(Ceiling {
         inner: gz,
@@ -535,10 +597,20 @@ fn read_members(file: File, limit: u64, feed: &mut Feed) -> Result<()> {
         limit,
     });
     for (member, entry) in (0u64..).zip(archive.entries().map_err(malformed)?) {
+        if stop() {
+            return Err(Error::Aborted);
+        }
         let mut entry = entry.map_err(malformed)?;
         let kind = entry.header().entry_type();
         if kind.is_pax_global_extensions() {
             continue;
+        }
+        // A directory carries no data; one that claims some is malformed (0.1.1 refuses it).
+        if kind.is_dir() && entry.size() != 0 {
+            return Err(Error::sandbox(format!(
+                "malformed snapshot: directory member {:?} has a non-zero size",
+                String::from_utf8_lossy(&entry.path_bytes()).trim_end_matches('/')
+            )));
         }
         let Some(mut parts) = vet_path(&entry.path_bytes())? else {
             continue;
@@ -572,6 +644,9 @@ fn read_members(file: File, limit: u64, feed: &mut Feed) -> Result<()> {
             return Ok(());
         }
         loop {
+            if stop() {
+                return Err(Error::Aborted);
+            }
             let Some(room) = feed.room() else {
                 return Ok(());
             };
@@ -700,13 +775,27 @@ mod tests {
             x ^= x << 17;
             data.push(x as u8);
         }
-        for len in [0, 1, CHUNK - 1, CHUNK, CHUNK + 1, data.len()] {
-            let mut gz = ChunkedGz::new(Vec::new()).unwrap();
-            gz.write_all(&data[..len]).unwrap();
-            let out = gz.finish().unwrap();
-            let mut back = Vec::new();
-            GzDecoder::new(&out[..]).read_to_end(&mut back).unwrap();
-            assert_eq!(back, &data[..len], "len {len}");
+        for _ in 0..3 {
+            data.extend_from_within(..CHUNK / 2);
+        }
+        let lens = [
+            0,
+            1,
+            CHUNK - 1,
+            CHUNK,
+            CHUNK + 1,
+            4 * CHUNK + 17,
+            data.len(),
+        ];
+        for workers in [1, 2, 3, 5] {
+            for len in lens {
+                let mut gz = ChunkedGz::with_workers(Vec::new(), workers).unwrap();
+                gz.write_all(&data[..len]).unwrap();
+                let out = gz.finish().unwrap();
+                let mut back = Vec::new();
+                GzDecoder::new(&out[..]).read_to_end(&mut back).unwrap();
+                assert_eq!(back, &data[..len], "len {len}, {workers} workers");
+            }
         }
     }
 

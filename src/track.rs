@@ -87,7 +87,8 @@ fn walk_files(
     Ok(out)
 }
 
-/// What `listFiles` reports: a subdirectory that does not exist (yet) lists as empty, as in 0.1.1.
+/// What `listFiles` reports: a subdirectory that does not exist (yet) lists as empty, as in 0.1.1;
+/// one reached through a symlink is refused, as readFile and writeFile refuse it.
 pub fn list(ws: &Workspace, sub: &[String]) -> Result<Vec<FileInfo>> {
     if !sub.is_empty() {
         if let Err(e) = ws.open_dir(sub, false) {

@@ -9,7 +9,7 @@
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
@@ -17,7 +17,7 @@ use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
 use crate::errors::{Error, Result};
-use crate::options::{check_source_not_sensitive, normalize_rel};
+use crate::options::check_source_not_sensitive;
 
 /// Set to force the openat fallback (tests cover both paths); also set on ENOSYS.
 pub const FORCE_FALLBACK_ENV: &str = "KERN_SANDBOX_NO_OPENAT2";
@@ -62,6 +62,31 @@ fn describe(what: &str, rel: &str, e: io::Error) -> Error {
 /// The directory in the workspace that `pip install` in `setup` fills: bound read-only into run
 /// boxes with `depsReadonly`, and left out of file tracking and `listFiles`.
 pub const DEPS_DIR: &str = ".deps";
+
+/// Lexically normalises a workspace-relative path: leading `/` and `.` dropped, `..` applied.
+/// Symlinks are refused later at open time, so lexical `..` equals the physical one.
+pub fn normalize_rel(rel: &str) -> Result<Vec<String>> {
+    if rel.contains('\0') {
+        return Err(Error::sandbox(format!(
+            "path must not contain a NUL byte: {rel:?}"
+        )));
+    }
+    let mut parts: Vec<String> = Vec::new();
+    for c in Path::new(rel).components() {
+        match c {
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+            Component::ParentDir => {
+                if parts.pop().is_none() {
+                    return Err(Error::sandbox(format!(
+                        "path escapes the workspace: {rel:?}"
+                    )));
+                }
+            }
+            Component::Normal(n) => parts.push(n.to_string_lossy().into_owned()),
+        }
+    }
+    Ok(parts)
+}
 
 /// Without `maxBytes`, readFile refuses files larger than this: a Node Buffer holds at most 4 GiB.
 pub const MAX_READ: u64 = 4 << 30;
@@ -109,8 +134,40 @@ impl Workspace {
         self.root.as_fd()
     }
 
-    /// Opens the directory `parts` beneath the root, creating missing levels when `create`.
+    /// Opens the directory `parts` beneath the root, creating missing levels when `create`. A
+    /// symlink on the way is ELOOP, wherever it is.
     pub fn open_dir(&self, parts: &[String], create: bool) -> io::Result<OwnedFd> {
+        self.open_dir_as_is(parts, create)
+            .map_err(|e| self.symlink_on_the_way(parts, e))
+    }
+
+    /// O_DIRECTORY with O_NOFOLLOW reports a symlink as ENOTDIR when it is the last component
+    /// opened: tell it from a plain file on the way, so callers can say a symlink was refused.
+    fn symlink_on_the_way(&self, parts: &[String], e: io::Error) -> io::Error {
+        if e.raw_os_error() != Some(libc::ENOTDIR) {
+            return e;
+        }
+        let dflags = OFlags::RDONLY | OFlags::DIRECTORY;
+        let Ok(mut cur) = open_beneath(self.root(), ".", dflags, Mode::empty()) else {
+            return e;
+        };
+        for part in parts {
+            let nofollow = rustix::fs::AtFlags::SYMLINK_NOFOLLOW;
+            match rustix::fs::statat(&cur, part.as_str(), nofollow) {
+                Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
+                    return io::Error::from_raw_os_error(libc::ELOOP)
+                }
+                Ok(_) => match open_beneath(cur.as_fd(), part, dflags, Mode::empty()) {
+                    Ok(next) => cur = next,
+                    Err(_) => return e,
+                },
+                Err(_) => return e,
+            }
+        }
+        e
+    }
+
+    fn open_dir_as_is(&self, parts: &[String], create: bool) -> io::Result<OwnedFd> {
         // Components are single names: the same contract for openat2 and the fallback.
         if parts
             .iter()
@@ -440,6 +497,26 @@ mod tests {
     }
 
     #[test]
+    fn a_symlinked_directory_is_eloop_wherever_it_is() {
+        let (d, w) = ws();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("d/sub")).unwrap();
+        std::fs::write(d.path().join("d/file"), b"x").unwrap();
+        symlink(outside.path(), d.path().join("d/esc")).unwrap();
+        let parts = |p: &str| p.split('/').map(String::from).collect::<Vec<_>>();
+        let errno =
+            |p: &str, create: bool| w.open_dir(&parts(p), create).unwrap_err().raw_os_error();
+        for create in [false, true] {
+            assert_eq!(errno("d/esc", create), Some(libc::ELOOP));
+            assert_eq!(errno("d/esc/deeper", create), Some(libc::ELOOP));
+            assert_eq!(errno("d/file", create), Some(libc::ENOTDIR));
+        }
+        assert_eq!(errno("d/missing", false), Some(libc::ENOENT));
+        assert!(w.open_dir(&parts("d/sub"), false).is_ok());
+        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+    }
+
+    #[test]
     fn too_deep_trees_fail_strict_walks_only() {
         let (d, w) = ws();
         let deep: std::path::PathBuf = (0..MAX_DEPTH + 2).map(|_| "d").collect();
@@ -470,5 +547,14 @@ mod tests {
         .unwrap();
         assert!(w.read_file("pipe", None).is_err());
         assert!(w.write_file("pipe", b"x").is_err());
+    }
+
+    #[test]
+    fn relative_paths_normalise_inside() {
+        assert_eq!(normalize_rel("a/./b/../c").unwrap(), vec!["a", "c"]);
+        assert_eq!(normalize_rel("/out.txt").unwrap(), vec!["out.txt"]);
+        assert!(normalize_rel("../x").is_err());
+        assert!(normalize_rel("a/../../x").is_err());
+        assert!(normalize_rel("a\0b").is_err());
     }
 }

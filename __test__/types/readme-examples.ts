@@ -179,6 +179,15 @@ async function readLimits(sbx: Sandbox): Promise<void> {
   sbx.workspacePath = "/tmp";
 }
 
+async function checkpointsOffTheLoop(sbx: Sandbox): Promise<void> {
+  const done: Promise<void> = sbx.snapshotAsync("/tmp/ws.tar.gz", { signal: AbortSignal.timeout(10_000) });
+  await done;
+  await sbx.restoreAsync("/tmp/ws.tar.gz", { maxBytes: 1024 ** 3 });
+  // @ts-expect-error snapshot() stays synchronous, as in 0.1.1: nothing to await
+  const p: Promise<void> = sbx.snapshot("/tmp/ws.tar.gz");
+  void p;
+}
+
 function hardening(): SandboxOptions {
   const o: SandboxOptions = {
     trackFiles: false,

@@ -4,10 +4,16 @@
 //!
 //! ```text
 //! kern-standin box (supervisor; the caller's pid, in the caller's process group)
-//!   └─ bwrap            own process group; PDEATHSIG=SIGKILL towards the supervisor
+//!   └─ bwrap            the supervisor's process group; PDEATHSIG=SIGKILL towards the supervisor
 //!        └─ box PID 1   the workload itself (--as-pid-1), PDEATHSIG=SIGKILL towards bwrap
 //!             └─ ...    everything else lives in the box's pid namespace and dies with PID 1
 //! ```
+//!
+//! bwrap (0.8) arms the box's PDEATHSIG only after the box's mounts are set up, and never checks
+//! that it still has a parent: a bwrap killed inside that window would leave the workload running
+//! with nobody above it. So the box also gets a lifeline, a pipe whose write end only the
+//! supervisor keeps (bwrap's monitor closes its copy, the shim its own); the shim, with its
+//! PDEATHSIG armed, refuses to exec the workload once that end is closed.
 //!
 //! The supervisor learns PID 1's host pid from bwrap's `--json-status-fd`, then behaves like kern:
 //! `--timeout N` sends SIGTERM to PID 1 at N s and SIGKILL 2 s later; a first SIGTERM/SIGINT/SIGHUP/
@@ -191,6 +197,9 @@ pub fn run(sb: &Sandbox, reg: &mut Registration) -> Result<i32, Error> {
     let spec = Fd::memfd_with(&sb.exec.encode())?;
     let (status_rd, status_wr) = Fd::pipe()?;
     status_wr.inheritable()?;
+    let (lifeline_rd, lifeline_wr) = Fd::pipe()?;
+    lifeline_rd.inheritable()?;
+    lifeline_wr.inheritable()?;
 
     let mut args = sb.bwrap_args(&shim);
     args.extend(
@@ -203,6 +212,8 @@ pub fn run(sb: &Sandbox, reg: &mut Registration) -> Result<i32, Error> {
             SHIM_PATH.into(),
             SHIM_VERB.into(),
             spec.0.to_string(),
+            lifeline_rd.0.to_string(),
+            lifeline_wr.0.to_string(),
         ]
         .map(OsString::from),
     );
@@ -242,7 +253,8 @@ pub fn run(sb: &Sandbox, reg: &mut Registration) -> Result<i32, Error> {
     // Fatal signals stay pending until PID 1 is known, then go to the forwarder.
     signals::block();
     let child = cmd.spawn();
-    drop((seccomp, spec, status_wr)); // bwrap holds its copies now
+    // bwrap holds its copies now. The lifeline's write end stays open as long as we live.
+    drop((seccomp, spec, status_wr, lifeline_rd));
     let child = match child {
         Ok(c) => c,
         Err(e) => {
@@ -254,6 +266,7 @@ pub fn run(sb: &Sandbox, reg: &mut Registration) -> Result<i32, Error> {
     reg.set_box(0, bwrap_pid);
     let supervision = supervise(bwrap_pid, status_rd, sb.timeout, reg);
     let status = wait(bwrap_pid);
+    drop(lifeline_wr);
 
     if supervision.pid1.is_none() {
         // bwrap never got as far as forking the box: nothing started, kern's pre-fork failure.

@@ -71,8 +71,13 @@ impl ExecSpec {
     }
 }
 
-/// Entry point inside the box: `SHIM_PATH SHIM_VERB <spec-fd>`. Never returns.
+/// Entry point inside the box: `SHIM_PATH SHIM_VERB <spec-fd> <lifeline-rd> <lifeline-wr>`.
+/// Never returns.
 pub fn run(args: &[String]) -> ! {
+    let fd_arg = |i: usize| args.get(i).and_then(|fd| fd.parse::<i32>().ok());
+    if let (Some(rd), Some(wr)) = (fd_arg(1), fd_arg(2)) {
+        exit_if_orphaned(rd, wr);
+    }
     let spec = args
         .first()
         .and_then(|fd| fd.parse::<i32>().ok())
@@ -93,6 +98,29 @@ pub fn run(args: &[String]) -> ! {
     drop_ambient_caps();
     shed_inherited_fds();
     exec(&spec)
+}
+
+/// Our PDEATHSIG (towards bwrap, whose own is towards the supervisor) is armed by now, so a
+/// supervisor that dies from here on takes us along. One that died earlier may have taken bwrap
+/// before our PDEATHSIG was armed; its lifeline end is closed then, and the workload must not
+/// start with nobody left to stop it.
+fn exit_if_orphaned(rd: i32, wr: i32) {
+    let mut p = libc::pollfd {
+        fd: rd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: plain syscalls on descriptors the supervisor handed us; nothing else uses them.
+    let cut = unsafe {
+        libc::close(wr);
+        libc::poll(&mut p, 1, 0) == 1 && p.revents & libc::POLLHUP != 0
+    };
+    if cut {
+        // SAFETY: _exit never returns and runs nothing of ours.
+        unsafe { libc::_exit(128 + libc::SIGKILL) };
+    }
+    // SAFETY: as above.
+    unsafe { libc::close(rd) };
 }
 
 /// bwrap raises the kept caps into the inheritable and ambient sets; a kern box has both empty.

@@ -207,3 +207,53 @@ fn supervisor_signals_follow_kern() {
     assert_no_survivor(&m);
     assert_eq!(text(&env.run(&["ps", "--json"]).stdout), "[]\n");
 }
+
+#[test]
+fn a_supervisor_killed_during_start_up_takes_the_box_along() {
+    // bwrap arms the box's PDEATHSIG only after its mount set-up, without checking that its own
+    // parent is still there: a supervisor SIGKILLed inside that window must still leave no
+    // workload behind. The kills sweep the start-up, a quarter of a millisecond apart.
+    let env = Env::new();
+    let mut boxes = Vec::new();
+    for step in 0..120u64 {
+        let (m, name) = (marker_sleep(), unique("su"));
+        let mut child = spawn_box(&env, &name, &["sleep", &m]);
+        std::thread::sleep(Duration::from_micros(250 * step));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        boxes.push((m, name));
+    }
+    let alive = || -> Vec<&str> {
+        let markers = boxes.iter().map(|(m, _)| m.as_str());
+        markers.filter(|m| !processes_with(m).is_empty()).collect()
+    };
+    eventually(Duration::from_secs(10), || alive().is_empty());
+    let workloads = alive();
+    // A kill before bwrap let its box child go on leaves that child waiting for a go-ahead that
+    // never comes (bwrap 0.8): no workload, but a process all the same; end ours, and any
+    // workload that survived, before the verdict.
+    for (m, name) in &boxes {
+        for pid in processes_with_arg(name)
+            .into_iter()
+            .chain(processes_with(m))
+        {
+            // SAFETY: plain syscall on pids this test's own boxes left behind.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+    assert!(
+        workloads.is_empty(),
+        "workloads outlived their supervisor: {workloads:?}"
+    );
+}
+
+/// Pids of processes with `arg` as one whole argument (box names are prefixes of one another).
+fn processes_with_arg(arg: &str) -> Vec<i32> {
+    processes_with(arg)
+        .into_iter()
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c.split(|b| *b == 0).any(|a| a == arg.as_bytes()))
+        })
+        .collect()
+}

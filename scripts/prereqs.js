@@ -1,0 +1,81 @@
+#!/usr/bin/env node
+'use strict'
+// Runs first in `npm run build` and `npm test`: if a tool they need is not installed, says so in
+// one line, with the command that installs it, and exits 1 at once (instead of a Rust or napi
+// error, or a hundred tests failing one by one on a missing bwrap).
+//
+//   node scripts/prereqs.js build   Rust (cargo, rustc) and a C compiler (Rust links with cc)
+//   node scripts/prereqs.js test    the same, plus what the tests and the kern stand-in run:
+//                                   bubblewrap (not with KERN_BIN, a real kern), python3, GNU tar,
+//                                   setpriv and prlimit
+
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+
+/** What each command needs: [what to call it, the commands (the first found will do, unless
+ * EVERY lists the need), its package per package manager]. */
+const NEEDS = {
+  rust: ['a Rust toolchain (cargo, rustc)', ['cargo', 'rustc'], null],
+  cc: ['a C compiler (cc)', ['cc', 'gcc', 'clang'], { apt: 'gcc', dnf: 'gcc', apk: 'gcc musl-dev', pacman: 'gcc', zypper: 'gcc' }],
+  bwrap: ['bubblewrap (bwrap)', ['bwrap'], { apt: 'bubblewrap', dnf: 'bubblewrap', apk: 'bubblewrap', pacman: 'bubblewrap', zypper: 'bubblewrap' }],
+  python3: ['python3', ['python3'], { apt: 'python3', dnf: 'python3', apk: 'python3', pacman: 'python', zypper: 'python3' }],
+  tar: ['GNU tar', ['tar'], { apt: 'tar', dnf: 'tar', apk: 'tar', pacman: 'tar', zypper: 'tar' }],
+  utilLinux: ['setpriv and prlimit (util-linux)', ['setpriv', 'prlimit'], { apt: 'util-linux', dnf: 'util-linux', apk: 'setpriv util-linux-misc', pacman: 'util-linux', zypper: 'util-linux' }],
+}
+const EVERY = new Set(['rust', 'utilLinux'])
+const MANAGERS = [
+  ['apt', 'apt-get', 'apt-get install -y'],
+  ['dnf', 'dnf', 'dnf install -y'],
+  ['apk', 'apk', 'apk add'],
+  ['pacman', 'pacman', 'pacman -S --needed'],
+  ['zypper', 'zypper', 'zypper install -y'],
+]
+const RUSTUP = "curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh"
+
+const dirs = (process.env.PATH || '').split(path.delimiter).filter(Boolean)
+function onPath(name) {
+  return dirs.some((d) => {
+    try {
+      fs.accessSync(path.join(d, name), fs.constants.X_OK)
+      return fs.statSync(path.join(d, name)).isFile()
+    } catch {
+      return false
+    }
+  })
+}
+
+function missing(mode) {
+  const keys = ['rust', 'cc']
+  if (mode === 'test') {
+    if (!process.env.KERN_BIN) keys.push('bwrap')
+    keys.push('python3', 'tar', 'utilLinux')
+  }
+  return keys.filter((k) => (EVERY.has(k) ? !NEEDS[k][1].every(onPath) : !NEEDS[k][1].some(onPath)))
+}
+
+function installHint(keys) {
+  const sudo = process.getuid && process.getuid() !== 0 && onPath('sudo') ? 'sudo ' : ''
+  const hints = []
+  const pkgs = keys.filter((k) => NEEDS[k][2])
+  if (pkgs.length) {
+    const pm = MANAGERS.find(([, bin]) => onPath(bin))
+    if (pm) hints.push(`${sudo}${pm[2]} ${pkgs.map((k) => NEEDS[k][2][pm[0]]).join(' ')}`)
+    else hints.push(`install ${pkgs.map((k) => NEEDS[k][0]).join(', ')} with your package manager`)
+  }
+  if (keys.includes('rust')) {
+    const home = path.join(os.homedir(), '.cargo', 'bin')
+    hints.push(fs.existsSync(path.join(home, 'cargo')) ? `add ${home} to PATH (. ~/.cargo/env)` : RUSTUP)
+  }
+  return hints.join(' && ')
+}
+
+const mode = process.argv[2] === 'test' ? 'test' : 'build'
+const keys = missing(mode)
+if (keys.length) {
+  const what = mode === 'test' ? 'npm test' : 'npm run build'
+  const names = keys.map((k) => NEEDS[k][0])
+  const list = names.length > 1 ? `${names.slice(0, -1).join(', ')} and ${names[names.length - 1]}` : names[0]
+  process.stderr.write(`kern-sandbox: ${what} cannot start: ${list} not found on PATH. Install: ${installHint(keys)}\n`)
+  process.exit(1)
+}
