@@ -30,16 +30,26 @@ def _split_tail(src, filename):
             body = compile("".join(lines[:k]), filename, "exec")
         except SyntaxError:
             continue
+        word = lines[k].split(None, 1)[0].split("(", 1)[0].rstrip(":")
+        if word[:1] != "@" and word not in _STATEMENT_WORDS:
+            try:
+                return body, compile(tail, filename, "eval")
+            except SyntaxError:
+                pass
         try:
-            return body, compile(tail, filename, "eval")
-        except SyntaxError:
-            pass
-        try:
-            compile(tail, filename, "exec")
+            last_stmt = compile(tail, filename, "exec")
         except SyntaxError:
             continue
-        return compile(src, filename, "exec"), None
+        # The last statement is no expression; when it is the whole cell it is compiled already.
+        return (last_stmt if k == 0 else compile(src, filename, "exec")), None
     return _split_tail_ast(src, filename)
+
+
+# A line starting with one of these starts a statement, never an expression: no eval attempt.
+_STATEMENT_WORDS = frozenset(
+    "import from def class if elif else for while with try except finally return del pass raise"
+    " global nonlocal assert break continue async".split()
+)
 
 
 def _split_tail_ast(src, filename):
