@@ -224,6 +224,14 @@ test('an uncaught exception: exit 1, no fault, a traceback of the user code only
   assert.match(s.stderr, /SyntaxError/)
 })
 
+test('an uncaught KeyboardInterrupt exits as plain python3 does', async () => {
+  const plain = await sbx.run(['python3', '-c', 'raise KeyboardInterrupt'])
+  const r = await sbx.runCode('raise KeyboardInterrupt')
+  assert.equal(r.exitCode, plain.exitCode)
+  assert.equal(r.error.name, 'KeyboardInterrupt')
+  assert.match(r.stderr, /KeyboardInterrupt/)
+})
+
 test('helper files never show in result.files and are gone after the call', async () => {
   const r = await sbx.runCode('open("made.txt", "w").write("x")\nimport os\nsorted(os.listdir("."))')
   assert.deepEqual(r.files.map((f) => f.path), ['made.txt'])

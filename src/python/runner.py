@@ -56,7 +56,8 @@ def _run():
             sys.stderr.write(text)
         except Exception:
             pass
-        exit_with = SystemExit(1)
+        # Python dies of an uncaught KeyboardInterrupt by SIGINT: 130 as a shell reports it.
+        exit_with = SystemExit(130 if isinstance(e, KeyboardInterrupt) else 1)
     if "matplotlib.pyplot" in sys.modules:
         _capture()["cap"].figures()
     if _lines:  # with nothing to hand back, no file: the host reads a missing one as no results
