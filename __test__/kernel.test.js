@@ -328,6 +328,23 @@ test('close() during a running cell stops it; queued cells reject', async () => 
   await queued
 })
 
+test('a kernel collected unclosed ends its box while the session stays open', async () => {
+  require('node:v8').setFlagsFromString('--expose-gc')
+  const gc = require('node:vm').runInNewContext('gc')
+  const marker = `kst-kgc-${rand()}`
+  await (async () => {
+    const kk = await sbx.kernel()
+    await kk.runCode(leaveProcess(marker))
+  })()
+  assert.ok(await waitFor(() => procsMatching(marker).length > 0, 10_000))
+  const gone = await waitFor(() => {
+    gc()
+    return procsMatching(marker).length === 0
+  }, 10_000, 200)
+  assert.ok(gone, JSON.stringify(procsMatching(marker)))
+  assert.equal((await k.runCode('1 + 1')).results[0].text, '2', 'other kernels of the session are untouched')
+})
+
 test('Symbol.asyncDispose closes the kernel', async () => {
   const kk = await sbx.kernel()
   await kk[Symbol.asyncDispose]()

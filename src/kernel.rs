@@ -244,14 +244,27 @@ impl Kernel {
     /// Stops the kernel: a running cell is torn down, queued cells are refused. Returns once the
     /// box is gone. Idempotent.
     pub async fn close(&self) {
+        self.stop();
+        let mut done = self.finished.clone();
+        let _ = done.wait_for(|d| *d).await;
+    }
+
+    /// Refuses new cells and tells the serving task to end the box.
+    fn stop(&self) {
         {
             let mut shared = self.shared.lock().unwrap_or_else(|p| p.into_inner());
             shared.closed = true;
             shared.stdin = None;
         }
         self.shutdown.fire(StopReason::Closed);
-        let mut done = self.finished.clone();
-        let _ = done.wait_for(|d| *d).await;
+    }
+}
+
+/// A kernel nothing refers to any more (its JS object collected unclosed) ends its box: only the
+/// session's close or Node's exit would otherwise.
+impl Drop for Kernel {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 
