@@ -553,7 +553,7 @@ class Kernel {
   async runCode(code, opts = {}) {
     opts = optionsBag('runCode', opts)
     if (typeof code !== 'string') throw new SandboxError(`code must be a string, got ${show(code)}`)
-    if (opts.timeoutS != null && (typeof opts.timeoutS !== 'number' || !(opts.timeoutS > 0))) {
+    if (opts.timeoutS != null && typeof opts.timeoutS !== 'number') {
       throw new SandboxError('timeoutS must be a positive number of seconds')
     }
     const delivered = []
@@ -572,11 +572,10 @@ class Kernel {
       const r = await nativeCall(opts, this.#sandbox, this.#cancel, (callId, out, err) =>
         this.#native.runCode(code, { timeoutS: opts.timeoutS ?? undefined, callId }, out, err, onResult),
       )
-      settled = true
       for (const x of delivered) x.executionCount = r.executionCount ?? null
       return finishResult(r, opts.onResult, delivered)
     } finally {
-      settled = true
+      settled = true // a result the TSFN delivers late is already in `results`
     }
   }
 

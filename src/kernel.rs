@@ -174,11 +174,12 @@ impl Kernel {
             Ok(Ok(Some((protocol::READY, _)))) => {}
             other => {
                 let why = match other {
-                    Err(_) => format!("the kernel did not start within {}s", startup.as_secs()),
+                    Err(_) => {
+                        server.boxed.tear_down().await;
+                        format!("the kernel did not start within {}s", startup.as_secs())
+                    }
                     _ => server.startup_failure().await,
                 };
-                server.boxed.tear_down().await;
-                server.lock().stdin = None;
                 return Err(Error::sandbox(why));
             }
         }
@@ -575,19 +576,7 @@ impl Server {
 
     /// The box died under a cell: a fault to report, or (never started) a startup error.
     async fn died_in_cell(&mut self) -> (Option<Fault>, String) {
-        let exit = self.boxed.exited_within(Duration::from_millis(1000)).await;
-        let started = self.boxed.started().await;
-        self.boxed.tear_down().await;
-        let stderr = self.kern_said().await;
-        let exit_code = exit.unwrap_or(fault::EXIT_SIGKILL);
-        let classified = fault::classify(&Ending {
-            exit_code,
-            timed_out: false,
-            timeout_s: 0.0,
-            started,
-            stderr: &stderr,
-            survivors: None,
-        });
+        let (exit_code, classified, _) = self.ended().await;
         let fault = match classified {
             Some(f) if f.kind == "startup_failed" => return (None, f.message),
             Some(f) => f,
@@ -603,17 +592,7 @@ impl Server {
     /// Why the box ended before its driver was ready: kern's own error, as one-shot calls
     /// report a box that did not start.
     async fn startup_failure(&mut self) -> String {
-        let exit = self.boxed.exited_within(Duration::from_millis(1000)).await;
-        let started = self.boxed.started().await;
-        let stderr = self.kern_said().await;
-        let classified = fault::classify(&Ending {
-            exit_code: exit.unwrap_or(fault::EXIT_SIGKILL),
-            timed_out: false,
-            timeout_s: 0.0,
-            started,
-            stderr: &stderr,
-            survivors: None,
-        });
+        let (_, classified, stderr) = self.ended().await;
         let text = match classified {
             Some(f) if f.kind == "startup_failed" => f.message,
             _ => fault::without_kern_notices(&stderr).trim().to_string(),
@@ -624,6 +603,25 @@ impl Server {
             let text: String = text.chars().take(500).collect();
             format!("the kernel box failed to start: {text}")
         }
+    }
+
+    /// How the box ended, once it has (it is torn down here, so nothing of it lingers): kern's
+    /// exit code, what `fault::classify` makes of it, and kern's stderr.
+    async fn ended(&mut self) -> (i32, Option<Fault>, Vec<u8>) {
+        let exit = self.boxed.exited_within(Duration::from_millis(1000)).await;
+        let started = self.boxed.started().await;
+        self.boxed.tear_down().await;
+        let stderr = self.kern_said().await;
+        let exit_code = exit.unwrap_or(fault::EXIT_SIGKILL);
+        let fault = fault::classify(&Ending {
+            exit_code,
+            timed_out: false,
+            timeout_s: 0.0,
+            started,
+            stderr: &stderr,
+            survivors: None,
+        });
+        (exit_code, fault, stderr)
     }
 
     /// kern's stderr once it has closed (kern exited), or what arrived within a short wait.

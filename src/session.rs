@@ -65,6 +65,11 @@ pub struct Session {
     jobs: tokio::sync::RwLock<()>,
 }
 
+/// A fresh box name; kern refuses a name in use.
+fn box_name() -> String {
+    format!("jssbx-{}", random_hex(6))
+}
+
 fn random_hex(bytes: usize) -> String {
     let mut b = vec![0u8; bytes];
     if rustix::rand::getrandom(&mut b, rustix::rand::GetRandomFlags::empty()).is_err() {
@@ -320,11 +325,9 @@ impl Session {
 
     /// Starts a warm kernel on this session's workspace, with the session's box settings.
     pub async fn open_kernel(self: &Arc<Self>, timeout_s: Option<f64>) -> Result<Arc<Kernel>> {
-        if let Err(e) = &self.cfg.env_file {
-            return Err(Error::Sandbox(e.clone()));
-        }
+        self.check_env()?;
         let opened = self.opened()?;
-        let name = format!("jssbx-{}", random_hex(6));
+        let name = box_name();
         let marker = format!("kern-kernel-{}", random_hex(8));
         let command = [
             "python3".to_string(),
@@ -332,16 +335,7 @@ impl Session {
             rich::KERNEL_DRIVER.to_string(),
             marker.clone(),
         ];
-        let spec = BoxSpec {
-            name: &name,
-            workspace: opened.ws.path(),
-            deps_readonly: self.cfg.deps_readonly && opened.ws.has_deps_dir(),
-            timeout_s: KERNEL_BACKSTOP_S,
-            setup: false,
-            env_file: Some(&opened.env_file),
-            command: &command,
-        };
-        let args = argv::box_argv(&self.cfg, &spec);
+        let args = self.box_args(&opened, &name, &command, false, KERNEL_BACKSTOP_S);
         let (boxed, pipes) = spawn::start_resident(
             &self.cfg.kern,
             &name,
@@ -413,10 +407,36 @@ impl Session {
                 "command/code must be strings with no NUL byte",
             ));
         }
-        if let Err(e) = &self.cfg.env_file {
-            return Err(Error::Sandbox(e.clone()));
+        self.check_env()
+    }
+
+    /// An invalid `env` option is reported by each call, as in 0.1.1.
+    fn check_env(&self) -> Result<()> {
+        match &self.cfg.env_file {
+            Ok(_) => Ok(()),
+            Err(e) => Err(Error::Sandbox(e.clone())),
         }
-        Ok(())
+    }
+
+    /// The `kern box` argv of one of this session's boxes.
+    fn box_args(
+        &self,
+        opened: &Opened,
+        name: &str,
+        command: &[String],
+        setup: bool,
+        timeout_s: f64,
+    ) -> Vec<std::ffi::OsString> {
+        let spec = BoxSpec {
+            name,
+            workspace: opened.ws.path(),
+            deps_readonly: self.cfg.deps_readonly && !setup && opened.ws.has_deps_dir(),
+            timeout_s,
+            setup,
+            env_file: Some(&opened.env_file),
+            command,
+        };
+        argv::box_argv(&self.cfg, &spec)
     }
 
     /// Runs `command` in a fresh box of this session, until it ends, times out or is stopped.
@@ -429,20 +449,11 @@ impl Session {
         (on_stdout, on_stderr): (Option<ChunkFn>, Option<ChunkFn>),
         cancel: &Cancel,
     ) -> Result<BoxRun> {
-        let name = format!("jssbx-{}", random_hex(6));
-        let spec = BoxSpec {
-            name: &name,
-            workspace: opened.ws.path(),
-            deps_readonly: self.cfg.deps_readonly && !setup && opened.ws.has_deps_dir(),
-            timeout_s,
-            setup,
-            env_file: Some(&opened.env_file),
-            command,
-        };
+        let name = box_name();
         spawn::run_box(Launch {
             kern: &self.cfg.kern,
             name: &name,
-            args: argv::box_argv(&self.cfg, &spec),
+            args: self.box_args(opened, &name, command, setup, timeout_s),
             enforce_limits: self.cfg.enforce_limits,
             cap: self.cfg.max_output,
             timeout: Duration::from_secs_f64(timeout_s),

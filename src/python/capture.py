@@ -4,7 +4,7 @@
 import sys
 import builtins
 
-_TEXT_MIMES = (
+_REPR_METHODS = (
     ("_repr_html_", "text/html"),
     ("_repr_markdown_", "text/markdown"),
     ("_repr_svg_", "image/svg+xml"),
@@ -90,7 +90,7 @@ def _bundle(o, include=None, exclude=None):
         except Exception:
             pass
     if not isinstance(o, type):
-        for meth, mime in _TEXT_MIMES:
+        for meth, mime in _REPR_METHODS:
             if mime in data or not _wanted(mime, include, exclude):
                 continue
             fn = getattr(o, meth, None)
