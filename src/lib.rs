@@ -3,30 +3,15 @@
 
 #![deny(clippy::all)]
 
-mod argv;
-mod boxes;
-mod cancel;
-mod cleanup;
 mod errors;
-mod fault;
-mod js_string;
 mod kernel;
-mod launch;
-mod locate;
+mod lifecycle;
 mod options;
-mod outcome;
 mod output;
-mod pip;
-mod protocol;
-mod rich;
 mod session;
-mod snapshot;
-mod spawn;
-mod track;
-mod trim;
 mod workspace;
 
-pub use snapshot::{restore as restore_archive, snapshot as snapshot_archive};
+pub use workspace::snapshot::{restore as restore_archive, snapshot as snapshot_archive};
 pub use workspace::Workspace;
 
 use std::collections::HashSet;
@@ -38,13 +23,13 @@ use napi::Env;
 use napi_derive::napi;
 
 use errors::Error;
-use js_string::Text;
 use kernel::{CellOptions, Kernel, ResultFn};
+use lifecycle::outcome::Outcome;
 use options::{Config, SandboxOptions};
-use outcome::Outcome;
+use output::js_string::Text;
 use output::ChunkFn;
 use session::{CallOptions, Session};
-use track::FileInfo;
+use workspace::track::FileInfo;
 
 /// Per-call options that are plain data (callbacks travel as separate arguments).
 #[napi(object)]
@@ -114,7 +99,7 @@ fn hook_env(env: &Env) -> usize {
     let mut hooked = set.lock().unwrap_or_else(|p| p.into_inner());
     if hooked.insert(id) {
         let _ = env.add_env_cleanup_hook(id, |id| {
-            cleanup::on_env_exit(id);
+            lifecycle::cleanup::on_env_exit(id);
             if let Some(set) = HOOKED.get() {
                 set.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
             }
@@ -127,7 +112,7 @@ fn hook_env(env: &Env) -> usize {
 /// from `process.on('exit')`: `process.exit()` skips napi's env cleanup hooks.
 #[napi]
 pub fn cleanup_now(env: Env) {
-    cleanup::on_env_exit(env.raw() as usize);
+    lifecycle::cleanup::on_env_exit(env.raw() as usize);
 }
 
 fn nonnegative_bytes(v: Option<f64>, what: &str) -> napi::Result<Option<u64>> {
@@ -382,11 +367,18 @@ impl Archive {
             };
             return Err(Error::sandbox(what).into());
         }
-        let limit = nonnegative_bytes(max_bytes, "maxBytes")?.unwrap_or(snapshot::DEFAULT_LIMIT);
+        let limit =
+            nonnegative_bytes(max_bytes, "maxBytes")?.unwrap_or(workspace::snapshot::DEFAULT_LIMIT);
         Ok((PathBuf::from(path), limit))
     }
 
-    fn run(self, s: &Session, path: &Path, limit: u64, stop: snapshot::Stop) -> errors::Result<()> {
+    fn run(
+        self,
+        s: &Session,
+        path: &Path,
+        limit: u64,
+        stop: workspace::snapshot::Stop,
+    ) -> errors::Result<()> {
         match self {
             Archive::Snapshot => s.snapshot(path, limit, stop),
             Archive::Restore => s.restore(path, limit, stop),

@@ -7,7 +7,7 @@ use napi::bindgen_prelude::{Either, Null};
 use napi_derive::napi;
 
 use crate::errors::{Error, Result};
-use crate::locate;
+use crate::lifecycle::locate;
 
 /// Each option's default, in one place: [`Config::from_options`] applies them and JS reads them
 /// through [`option_defaults`] (index.js for a Sandbox's properties; a test holds the README and

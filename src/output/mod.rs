@@ -7,6 +7,9 @@
 //! every byte in order; one that falls far behind loses output past the pending bound instead of
 //! growing host memory.
 
+pub mod js_string;
+pub mod trim;
+
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -17,8 +20,6 @@ use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::Status;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::Notify;
-
-use crate::trim;
 
 /// napi's own queue bound; our byte window below keeps us well under it.
 pub const QUEUE_DEPTH: usize = 1024;

@@ -81,7 +81,10 @@ mod tests {
                 ".res-0a1b2c3d.json"
             ]
         );
-        assert!(f.all().iter().all(|n| crate::track::is_helper_file(n)));
+        assert!(f
+            .all()
+            .iter()
+            .all(|n| crate::workspace::track::is_helper_file(n)));
     }
 
     #[test]

@@ -6,6 +6,9 @@
 //! (before 5.6) get a component-by-component `openat(O_NOFOLLOW)` descent with the same effect.
 //! Only regular files are read or written, opened non-blocking so a planted FIFO cannot hang us.
 
+pub mod snapshot;
+pub mod track;
+
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};

@@ -1,7 +1,7 @@
 //! `setup`'s `pip install …` rewrite: packages land in the workspace's `.deps` (where run boxes
 //! find them, read-only with `depsReadonly`), without pip's cache or version check.
 
-use crate::argv::WORKSPACE;
+use crate::lifecycle::argv::WORKSPACE;
 use crate::workspace::DEPS_DIR;
 
 /// The script the setup box runs for `setup`: a `pip install …` gets its target and quiet flags,

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use napi::bindgen_prelude::ToNapiValue;
 use napi::{check_status, sys};
 
-use crate::trim;
+use super::trim;
 
 /// A capture on its way to JS as a string. Large ASCII output becomes an external V8 string over
 /// the capture itself, so the result does not hold a second copy of up to `maxOutputBytes`; the

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use crate::boxes;
+use crate::lifecycle::boxes;
 
 /// Session directories are `<tmp>/kern-sbx-<pid>-<random>`.
 pub const SESSION_PREFIX: &str = "kern-sbx-";

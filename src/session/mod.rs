@@ -1,24 +1,25 @@
 //! A sandbox session: its workspace, its private directory, and the calls that run boxes in it.
 
+mod pip;
+
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use crate::argv::{self, BoxSpec, WORKSPACE};
-use crate::cancel::{Call, Calls, Cancel, StopReason};
-use crate::cleanup;
 use crate::errors::{Error, Result};
-use crate::fault::{self, Ending};
+use crate::kernel::rich::{self, CellFiles};
 use crate::kernel::Kernel;
+use crate::lifecycle::argv::{self, BoxSpec, WORKSPACE};
+use crate::lifecycle::cancel::{Call, Calls, Cancel, StopReason};
+use crate::lifecycle::cleanup;
+use crate::lifecycle::fault::{self, Ending};
+use crate::lifecycle::outcome::Outcome;
+use crate::lifecycle::spawn::{self, BoxRun, Launch};
 use crate::options::Config;
-use crate::outcome::Outcome;
 use crate::output::ChunkFn;
-use crate::pip;
-use crate::rich::{self, CellFiles};
-use crate::snapshot::Stop;
-use crate::spawn::{self, BoxRun, Launch};
-use crate::track::{self, FileInfo, LiveIndex};
+use crate::workspace::snapshot::Stop;
+use crate::workspace::track::{self, FileInfo, LiveIndex};
 use crate::workspace::{self, Workspace};
 
 /// Code longer than this goes through a workspace file instead of argv (ARG_MAX guard).
@@ -198,7 +199,7 @@ impl Session {
     }
 
     async fn shut(&self) {
-        crate::trim::release_freed_memory();
+        crate::output::trim::release_freed_memory();
         let opened = self.state.lock().unwrap_or_else(|p| p.into_inner()).take();
         self.calls.close_all();
         let kernels: Vec<Arc<Kernel>> =
@@ -376,7 +377,7 @@ impl Session {
         if let Some(why) = call.cancel.reason() {
             return Err(stop_error(why));
         }
-        crate::trim::release_freed_memory();
+        crate::output::trim::release_freed_memory();
         let window = if self.cfg.track_files {
             Some(FileWindow::open(&opened, call.id()).await?)
         } else {
@@ -496,11 +497,11 @@ impl Session {
     }
 
     pub fn snapshot(&self, dest: &Path, limit: u64, stop: Stop) -> Result<()> {
-        crate::snapshot::snapshot_until(&self.opened()?.ws, dest, limit, stop)
+        crate::workspace::snapshot::snapshot_until(&self.opened()?.ws, dest, limit, stop)
     }
 
     pub fn restore(&self, src: &Path, limit: u64, stop: Stop) -> Result<()> {
-        crate::snapshot::restore_until(&self.opened()?.ws, src, limit, stop)
+        crate::workspace::snapshot::restore_until(&self.opened()?.ws, src, limit, stop)
     }
 
     /// Runs a snapshot or restore on the blocking pool. The caller's AbortSignal (`call`, when JS

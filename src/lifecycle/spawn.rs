@@ -17,11 +17,11 @@ use tokio::net::unix::pipe;
 use tokio::process::{Child, Command};
 use tokio::sync::{oneshot, watch};
 
-use crate::boxes;
-use crate::cancel::{Cancel, StopReason};
 use crate::errors::{Error, Result};
-use crate::fault::Started;
-use crate::launch::{self, Reaper, Spawned};
+use crate::lifecycle::boxes;
+use crate::lifecycle::cancel::{Cancel, StopReason};
+use crate::lifecycle::fault::Started;
+use crate::lifecycle::launch::{self, Reaper, Spawned};
 use crate::output::{pump, Captured, ChunkFn};
 
 // The teardown budgets add up to well under 2 s, so a timed-out call resolves within 2 s of its
@@ -221,8 +221,8 @@ pub async fn run_box(l: Launch<'_>) -> Result<BoxRun> {
         tokio::join!(life, io);
     let exit_code = match (status, timed_out || stop_reason.is_some()) {
         (Some(s), false) => launch::exit_code(s),
-        (Some(s), true) => launch::exit_code(s).max(crate::fault::EXIT_SIGKILL),
-        (None, _) => crate::fault::EXIT_SIGKILL,
+        (Some(s), true) => launch::exit_code(s).max(crate::lifecycle::fault::EXIT_SIGKILL),
+        (None, _) => crate::lifecycle::fault::EXIT_SIGKILL,
     };
     Ok(BoxRun {
         exit_code,

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use crate::fault::Fault;
-use crate::track::FileInfo;
+use crate::lifecycle::fault::Fault;
+use crate::workspace::track::FileInfo;
 
 pub struct Outcome {
     pub stdout: Vec<u8>,

@@ -7,6 +7,9 @@
 //! interrupts the cell (KeyboardInterrupt) and tears down only a cell that does not stop within
 //! a grace.
 
+pub mod protocol;
+pub mod rich;
+
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -17,13 +20,13 @@ use napi::Status;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{watch, Notify};
 
-use crate::cancel::{Cancel, StopReason};
 use crate::errors::{Error, Result};
-use crate::fault::{self, Ending, Fault};
-use crate::outcome::Outcome;
+use crate::lifecycle::cancel::{Cancel, StopReason};
+use crate::lifecycle::fault::{self, Ending, Fault};
+use crate::lifecycle::outcome::Outcome;
+use crate::lifecycle::spawn::{Pipes, Resident};
 use crate::output::{ChunkFn, Sink, QUEUE_DEPTH};
-use crate::protocol::{self, FrameReader, ReadError};
-use crate::spawn::{Pipes, Resident};
+use protocol::{FrameReader, ReadError};
 
 /// A JS callback handed each result (as its JSON text) as it is produced; weak, like ChunkFn.
 pub type ResultFn = ThreadsafeFunction<String, (), String, Status, false, true, QUEUE_DEPTH>;
@@ -389,7 +392,7 @@ impl Server {
             self.boxed.tear_down().await;
         } else {
             // kern is gone; make sure nothing of its group lingers.
-            crate::boxes::kill_group(self.boxed.pgid);
+            crate::lifecycle::boxes::kill_group(self.boxed.pgid);
         }
         "close() was called".to_string()
     }
@@ -502,7 +505,7 @@ impl Server {
                                     }
                                     c.rich.push(text);
                                 }
-                                _ => c.rich.push(crate::rich::error_line(&payload)),
+                                _ => c.rich.push(rich::error_line(&payload)),
                             }
                         }
                         protocol::DONE => {
