@@ -56,6 +56,7 @@ function loadError(entry, { before = '', esm = false } = {}) {
 function packageWithoutBinary() {
   const dir = tmp('kern-nobin-')
   for (const f of ['index.js', 'index.mjs', 'package.json', 'binding.js']) fs.copyFileSync(path.join(repo, f), path.join(dir, f))
+  fs.cpSync(path.join(repo, 'lib'), path.join(dir, 'lib'), { recursive: true })
   return dir
 }
 

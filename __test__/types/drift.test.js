@@ -140,13 +140,20 @@ test('functions: index.d.ts declares at least the parameters the runtime require
   }
 })
 
+/** The JS surface's source: index.js and the files of lib/ it is made of. */
+function jsSources() {
+  const lib = path.join(repo, 'lib')
+  const files = [path.join(repo, 'index.js'), ...fs.readdirSync(lib).filter((f) => f.endsWith('.js')).map((f) => path.join(lib, f))]
+  return files.map((f) => fs.readFileSync(f, 'utf8')).join('\n')
+}
+
 test('SandboxOptions declares exactly the options the Sandbox constructor reads', () => {
   // index.js forwards the plain options listed (with their types) in OPTION_TYPES, and shapes
   // mounts, env and the two callbacks itself. Read that list from the source: it is the
   // runtime's own statement.
-  const js = fs.readFileSync(path.join(repo, 'index.js'), 'utf8')
+  const js = jsSources()
   const m = /const OPTION_TYPES = \{([^}]*)\}/.exec(js)
-  assert.ok(m, 'index.js no longer has `const OPTION_TYPES = {...}`: update this test to read the option list from where it now lives')
+  assert.ok(m, 'lib/options.js no longer has `const OPTION_TYPES = {...}`: update this test to read the option list from where it now lives')
   const plain = [...m[1].matchAll(/(\w+):\s*'/g)].map((x) => x[1])
   const shaped = ['mounts', 'env', 'onStdout', 'onStderr']
   for (const k of shaped) assert.ok(new RegExp(`opts\\.${k}\\b`).test(js), `index.js no longer reads opts.${k}`)
@@ -158,7 +165,7 @@ test('per-call options: what Sandbox#runCode/#run read is what PerCallOptions/Ru
   assert.deepEqual(declaredInterface('RunCodeOptions').sort(), ['language', 'onResult'])
   assert.deepEqual(declaredInterface('CellOptions').sort(), ['onResult', 'onStderr', 'onStdout', 'signal', 'timeoutS'])
   assert.deepEqual(declaredInterface('KernelOptions'), ['timeoutS'])
-  const js = fs.readFileSync(path.join(repo, 'index.js'), 'utf8')
+  const js = jsSources()
   for (const k of ['signal', 'onStdout', 'onStderr', 'onResult', 'timeoutS', 'language']) {
     assert.ok(new RegExp(`opts\\.${k}\\b`).test(js), `index.js no longer reads opts.${k}: update PerCallOptions`)
   }

@@ -1,0 +1,68 @@
+'use strict'
+// Kernel: a warm interpreter in one long-lived box (Sandbox#kernel()).
+
+const { SandboxError } = require('./errors.js')
+const { show, optionsBag } = require('./options.js')
+const { nativeCall } = require('./calls.js')
+const { richLine, finishResult, deliver } = require('./results.js')
+
+/** A warm, resident Python interpreter in one long-lived box (see `Sandbox.kernel`). */
+class Kernel {
+  #native
+  #sandbox
+  #cancel
+
+  constructor(native, sandbox, cancel) {
+    this.#native = native
+    this.#sandbox = sandbox
+    this.#cancel = cancel
+  }
+
+  /** False once the kernel was closed or torn down (timeout, output cap, its box died, or an
+   * aborted cell that ignored the interrupt). A live kernel keeps its state. */
+  get alive() {
+    return this.#native.alive
+  }
+
+  /** Runs a cell in the warm interpreter; state persists from earlier cells. Cells run one after
+   * another in call order. */
+  async runCode(code, opts = {}) {
+    opts = optionsBag('runCode', opts)
+    if (typeof code !== 'string') throw new SandboxError(`code must be a string, got ${show(code)}`)
+    if (opts.timeoutS != null && typeof opts.timeoutS !== 'number') {
+      throw new SandboxError('timeoutS must be a positive number of seconds')
+    }
+    const delivered = []
+    let settled = false
+    const onResult = opts.onResult
+      ? (text) => {
+          if (settled) return
+          const got = richLine(text, null)
+          if (got && got.result) {
+            delivered.push(got.result)
+            deliver(opts.onResult, got.result)
+          }
+        }
+      : undefined
+    try {
+      const r = await nativeCall(opts, this.#sandbox, this.#cancel, (callId, out, err) =>
+        this.#native.runCode(code, { timeoutS: opts.timeoutS ?? undefined, callId }, out, err, onResult),
+      )
+      for (const x of delivered) x.executionCount = r.executionCount ?? null
+      return finishResult(r, opts.onResult, delivered)
+    } finally {
+      settled = true // a result the TSFN delivers late is already in `results`
+    }
+  }
+
+  /** Ends the kernel and its box; a running cell is stopped. Idempotent. */
+  async close() {
+    await this.#native.close()
+  }
+
+  async [Symbol.asyncDispose]() {
+    await this.close()
+  }
+}
+
+module.exports = { Kernel }

@@ -1,0 +1,114 @@
+'use strict'
+// What a call hands back: ExecutionResult, and the rich Results the box wrote, vetted.
+
+/** One rich value a Python cell produced (trailing expression, display(), a matplotlib figure):
+ * the same value in several MIME types. Text and JSON are strings, images base64. */
+class Result {
+  constructor(data, { isMainResult = false, executionCount = null } = {}) {
+    this.data = data || {}
+    this.isMainResult = isMainResult
+    this.executionCount = executionCount
+  }
+
+  get text() { return this.data['text/plain'] }
+  get html() { return this.data['text/html'] }
+  get markdown() { return this.data['text/markdown'] }
+  get svg() { return this.data['image/svg+xml'] }
+  get json() { return this.data['application/json'] }
+  get latex() { return this.data['text/latex'] }
+  get javascript() { return this.data['application/javascript'] }
+  get png() { return image(this.data['image/png']) }
+  get jpeg() { return image(this.data['image/jpeg']) }
+
+  /** The MIME types this value was captured as. */
+  formats() {
+    return Object.keys(this.data)
+  }
+
+  toJSON() {
+    return { data: this.data, isMainResult: this.isMainResult, executionCount: this.executionCount }
+  }
+}
+
+function image(b64) {
+  return typeof b64 === 'string' && b64 ? Buffer.from(b64, 'base64') : null
+}
+
+/** One line the box wrote back, parsed and vetted: a Result, an error, or nothing. The box is
+ * untrusted, so a malformed line is dropped rather than trusted or thrown. */
+function richLine(text, executionCount) {
+  let v
+  try {
+    v = JSON.parse(text)
+  } catch {
+    return null
+  }
+  if (!v || typeof v !== 'object') return null
+  if (v.data && typeof v.data === 'object' && !Array.isArray(v.data)) {
+    const data = {}
+    for (const [k, x] of Object.entries(v.data)) if (typeof x === 'string') data[k] = x
+    return { result: new Result(data, { isMainResult: v.main === true, executionCount }) }
+  }
+  const e = v.error
+  if (e && typeof e === 'object') {
+    const str = (x) => (typeof x === 'string' ? x : '')
+    return { error: { name: str(e.name), value: str(e.value), traceback: str(e.traceback) } }
+  }
+  return null
+}
+
+/** Splits the native `rich` lines into `results` and `error`. */
+function richOf(lines, executionCount) {
+  const results = []
+  let error = null
+  for (const line of lines || []) {
+    const got = richLine(line, executionCount)
+    if (got && got.result) results.push(got.result)
+    else if (got && got.error && !error) error = got.error
+  }
+  return { results, error }
+}
+
+/** The outcome of one runCode()/run(). */
+class ExecutionResult {
+  constructor({ stdout, stderr, exitCode, durationMs, fault, files, truncated, results, error, executionCount }) {
+    this.stdout = stdout
+    this.stderr = stderr
+    this.exitCode = exitCode
+    this.durationMs = durationMs
+    this.fault = fault || null
+    this.files = files || []
+    this.truncated = !!truncated
+    /** Rich values of Python code (Result[]); [] for bash, node and run(). */
+    this.results = results || []
+    /** The uncaught Python exception, or null: { name, value, traceback }. */
+    this.error = error || null
+    if (executionCount != null) this.executionCount = executionCount
+  }
+
+  /** The code exited 0 and the sandbox did not act. */
+  get success() {
+    return this.exitCode === 0 && this.fault === null
+  }
+}
+
+/** A native result as an ExecutionResult; `onResult` sees each result not yet delivered. */
+function finishResult(r, onResult, delivered = []) {
+  const { results, error } = richOf(r.rich, r.executionCount ?? null)
+  const all = delivered.concat(results.slice(delivered.length))
+  if (onResult) for (const x of all.slice(delivered.length)) deliver(onResult, x)
+  const { rich, ...rest } = r
+  return new ExecutionResult({ ...rest, fault: r.fault ?? null, results: all, error })
+}
+
+/** Calls a user callback; its throw or rejection must not break the call. */
+function deliver(fn, value) {
+  try {
+    const p = fn(value)
+    if (p && typeof p.then === 'function') p.then(undefined, () => {})
+  } catch {
+    // The result is still in result.results.
+  }
+}
+
+module.exports = { Result, ExecutionResult, richLine, richOf, finishResult, deliver }
