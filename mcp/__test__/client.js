@@ -13,14 +13,16 @@ const bin = path.join(pkgDir, 'bin', 'kern-sandbox-mcp.js')
 
 /** Starts the server with `env` over ours (KERN_MCP_* of the caller's environment dropped) and
  * `args`; resolves to { client, stderr(), close() }. */
-async function connect({ env = {}, args = [], command = process.execPath, commandArgs = [bin] } = {}) {
+async function connect({ env = {}, args = [], command = process.execPath, commandArgs = [bin], cwd } = {}) {
   const base = {}
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('KERN_MCP_')) base[k] = v
+  // The caller's knobs and the loader override stay out: the server sees only what the test sets.
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('KERN_MCP_') && k !== 'NAPI_RS_NATIVE_LIBRARY_PATH') base[k] = v
   const transport = new StdioClientTransport({
     command,
     args: [...commandArgs, ...args],
     env: { ...base, KERN_BIN: helpers.kernBin, ...env },
     stderr: 'pipe',
+    cwd,
   })
   let stderr = ''
   transport.stderr.on('data', (c) => (stderr += c))
