@@ -56,19 +56,20 @@ test('the server survives garbage on stdin and answers the next valid request', 
   assert.equal(answer.result.serverInfo.name, 'kern-sandbox-mcp')
 })
 
-test('notes: only the leading kern notes are taken, each logged once; live chunks filtered the same way', () => {
+test('notes: kern\'s note lines are taken out of stderr and logged once each; live chunks filtered the same way', () => {
   const logged = []
   const notes = new NoteLog((t) => logged.push(t))
   const warn = 'kern: warning: resource caps are not enforced on this host - long text'
-  assert.equal(notes.strip(`${warn}\nTraceback\nkern: warning: printed by the code\n`), 'Traceback\nkern: warning: printed by the code\n')
+  const note = 'kern: note: this box ran with a single-uid map'
+  assert.equal(notes.strip(`${warn}\nTraceback\nkern is a word\n${note}\n`), 'Traceback\nkern is a word\n')
   assert.equal(notes.strip(`${warn}\n`), '')
   assert.equal(notes.strip('plain\n'), 'plain\n')
-  assert.equal(logged.length, 1)
+  assert.equal(logged.length, 2)
   const out = []
   const live = notes.liveFilter((t) => out.push(t))
-  for (const piece of ['ker', 'n: warning: resource caps are not enforced on this host', ' - long text\nfirst ', 'output\n', 'kern: later\n']) live(piece)
-  assert.equal(out.join(''), 'first output\nkern: later\n')
-  assert.equal(logged.length, 1)
+  for (const piece of ['ker', 'n: warning: resource caps are not enforced on this host', ' - long text\nfirst ', 'output\nke', 'rnel\n', `${note}\nlast`]) live(piece)
+  assert.equal(out.join(''), 'first output\nkernel\nlast')
+  assert.equal(logged.length, 2)
   const plain = []
   const live2 = notes.liveFilter((t) => plain.push(t))
   live2('hello')
@@ -141,6 +142,17 @@ test('JS: a SandboxError about the language falls back to a one-shot box, and is
   const b = await i.run('2', 'javascript', {})
   assert.equal(a.result.stdout, 'one-shot:1')
   assert.equal(b.warmKernel, false)
+  assert.deepEqual(session.calls, [['kernel', 'javascript'], ['runCode', 'node'], ['runCode', 'node']])
+})
+
+test('JS: a JS kernel that cannot start in this image falls back too, once', async () => {
+  const session = fakeSession(() => {
+    throw new SandboxError('the kernel did not start: node: not found')
+  })
+  const i = interpreterOver(session)
+  const a = await i.run('1', 'javascript', {})
+  await i.run('2', 'javascript', {})
+  assert.equal(a.result.stdout, 'one-shot:1')
   assert.deepEqual(session.calls, [['kernel', 'javascript'], ['runCode', 'node'], ['runCode', 'node']])
 })
 

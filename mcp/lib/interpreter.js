@@ -158,11 +158,12 @@ class Interpreter {
     try {
       kernel = await sbx.kernel({ language, timeoutS: this.#config.timeoutS })
     } catch (e) {
-      if (e instanceof SandboxError && /language/i.test(e.message)) {
-        this.#jsKernel.set(language, false)
-        throw new NoKernelForLanguage(e.message)
-      }
-      throw e
+      // A library without JS kernels refuses the language; one that has them but cannot start
+      // one in this image is no better. Either way the one-shot box runs the code (and shows
+      // the image's own error, if any), for the rest of the session.
+      if (!(e instanceof SandboxError)) throw e
+      this.#jsKernel.set(language, false)
+      throw new NoKernelForLanguage(e.message)
     }
     if (!(await speaks(kernel, language))) {
       await kernel.close().catch(() => {})

@@ -1,6 +1,6 @@
 'use strict'
-// kern's own notes (the "caps not enforced on this host" warning and its kin) come first on a
-// box's stderr. They are about the host, not the model's code: they are taken out of what the
+// kern's own notes (the "caps not enforced on this host" warning, the uid-map note and their kin)
+// lead or trail a box's stderr. They are about the host, not the model's code: they are taken out of what the
 // model sees and written once to the server's own stderr, for the person who runs it.
 
 /** A line kern wrote about itself rather than the workload's output. */
@@ -29,40 +29,56 @@ class NoteLog {
     this.#write(`kern-sandbox-mcp: ${note}\n`)
   }
 
-  /** `stderr` without the notes that lead it; the notes go to the log. Only the leading run is
-   * taken: a line the code itself printed later is the code's output. */
+  /** `stderr` without kern's note lines (kern writes them before the box starts and after it
+   * ends, so they lead or trail the output); the notes go to the log. */
   strip(stderr) {
-    if (!stderr.startsWith('kern: ') && !/^\s+kern: /.test(stderr)) return stderr
-    const lines = stderr.split('\n')
-    let i = 0
-    while (i < lines.length && isKernNote(lines[i])) this.log(lines[i++].trim())
-    return lines.slice(i).join('\n')
+    if (!stderr.includes('kern: ')) return stderr
+    const kept = []
+    for (const line of stderr.split('\n')) {
+      if (isKernNote(line)) this.log(line.trim())
+      else kept.push(line)
+    }
+    return kept.join('\n')
   }
 
-  /** A filter for live stderr chunks: holds back the first line(s) until they are known to be
-   * notes (dropped) or output (passed on, with everything after). */
+  /** A filter for live stderr chunks: the start of each line is held back while it may still be
+   * a kern note, then dropped (a note) or passed on. */
   liveFilter(forward) {
     let pending = ''
-    let passing = false
+    let atLineStart = true
     return (text) => {
-      if (passing) return forward(text)
-      pending += text
-      let nl
-      while ((nl = pending.indexOf('\n')) >= 0) {
-        const line = pending.slice(0, nl)
-        if (!isKernNote(line)) break
-        this.log(line.trim())
-        pending = pending.slice(nl + 1)
+      let out = ''
+      let i = 0
+      while (i < text.length) {
+        const nl = text.indexOf('\n', i)
+        const piece = nl < 0 ? text.slice(i) : text.slice(i, nl + 1)
+        i += piece.length
+        if (!atLineStart && !pending) {
+          out += piece
+          atLineStart = piece.endsWith('\n')
+          continue
+        }
+        pending += piece
+        if (pending.endsWith('\n')) {
+          if (isKernNote(pending.slice(0, -1))) this.log(pending.trim())
+          else out += pending
+          pending = ''
+          atLineStart = true
+        } else if (!mayBecomeNote(pending)) {
+          out += pending
+          pending = ''
+          atLineStart = false
+        }
       }
-      // A partial first line that cannot become a note (or is already too long to be one) is output.
-      const undecided = pending.indexOf('\n') < 0 && pending.length < 4096 && 'kern: '.startsWith(pending.trimStart().slice(0, 6))
-      if (pending === '' || undecided) return
-      passing = true
-      const out = pending
-      pending = ''
-      forward(out)
+      if (out) forward(out)
     }
   }
+}
+
+/** Whether an unfinished line could still turn out to be one of kern's notes. */
+function mayBecomeNote(start) {
+  const t = start.trimStart()
+  return start.length < 4096 && (t.startsWith('kern: ') || 'kern: '.startsWith(t))
 }
 
 module.exports = { isKernNote, NoteLog }
