@@ -101,6 +101,11 @@ test('language: bash runs bash (arrays, [[ ]], brace expansion); node and javasc
   const r = await run(s.client, 'a=(p q r); echo "${a[2]}" {1..3}; [[ 2 -gt 1 ]] && echo yes', { language: 'bash' })
   assert.equal(r.isError, false, textOf(r))
   assert.match(textOf(r), /^r 1 2 3\nyes$/m)
+  // Past argv's per-string limit the script goes through a workspace file, removed afterwards.
+  const big = await run(s.client, `# ${'pad '.repeat(40_000)}\nb=(x y z); echo "big:\${b[2]}"`, { language: 'bash' })
+  assert.equal(big.isError, false, textOf(big))
+  assert.match(textOf(big), /^big:z$/m)
+  assert.deepEqual(fs.readdirSync(workspace).filter((n) => n.startsWith('.kern-mcp-cell-')), [])
   for (const language of ['node', 'javascript']) {
     const j = await run(s.client, 'const y = [1, 2, 3].map((n) => n * 2); console.log(y.join(","))', { language })
     assert.equal(j.isError, false, textOf(j))

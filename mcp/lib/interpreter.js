@@ -234,4 +234,4 @@ async function speaks(kernel, language) {
   return Boolean(r && r.exitCode === 0 && !r.error && kernel.alive)
 }
 
-module.exports = { Interpreter, NoKernelForLanguage, STATE_LOST_BEFORE, STATE_LOST_NOW }
+module.exports = { Interpreter, NoKernelForLanguage, SHELL_WRAP, STATE_LOST_BEFORE, STATE_LOST_NOW }
