@@ -208,3 +208,23 @@ test('bash where the image has it; sh, said on stderr, where it has none', () =>
   const fromFile = cp.spawnSync('/bin/sh', ['-c', SHELL_WRAP(false), 'kern-sandbox-mcp', file], { encoding: 'utf8' })
   assert.equal(fromFile.stdout, 'from-file\n')
 })
+
+test('a dead kernel is replaced once, even when two calls find it dead together, and both say the state was lost', async () => {
+  let started = 0
+  const kernels = []
+  const session = fakeSession(() => {
+    const k = { alive: true, id: ++started, closed: false, async runCode() { return result({ stdout: String(k.id) }) }, async close() { k.closed = true; k.alive = false } }
+    kernels.push(k)
+    return k
+  })
+  const i = interpreterOver(session)
+  await i.run('1', 'python', {})
+  kernels[0].alive = false // torn down, as by a timeout
+  const [a, b] = await Promise.all([i.run('2', 'python', {}), i.run('3', 'python', {})])
+  assert.equal(started, 2)
+  assert.deepEqual([a.result.stdout, b.result.stdout], ['2', '2'])
+  assert.ok(a.stateLost && b.stateLost)
+  assert.equal(kernels[0].closed, true)
+  const c = await i.run('4', 'python', {})
+  assert.equal(c.stateLost, null)
+})

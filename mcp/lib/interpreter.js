@@ -118,8 +118,7 @@ class Interpreter {
     let stateLost = null
     let kernel = await this.#kernel(language)
     if (!kernel.alive) {
-      this.#kernels.delete(language)
-      kernel = await this.#kernel(language)
+      kernel = await this.#replace(language, kernel)
       stateLost = STATE_LOST_BEFORE
     }
     let result
@@ -128,14 +127,22 @@ class Interpreter {
     } catch (e) {
       // A kernel that died between our check and the cell: one retry on a fresh one.
       if (!(e instanceof SandboxError) || kernel.alive || (call.signal && call.signal.aborted)) throw e
-      this.#kernels.delete(language)
-      kernel = await this.#kernel(language)
+      kernel = await this.#replace(language, kernel)
       stateLost = STATE_LOST_BEFORE
       result = await kernel.runCode(code, call)
     }
     // Left in place: the next call finds it dead, replaces it and says so too.
     if (!kernel.alive) stateLost = STATE_LOST_NOW
     return { result, warmKernel: true, stateLost }
+  }
+
+  /** A live kernel in place of `dead`; concurrent calls that found the same dead kernel share
+   * one replacement. */
+  async #replace(language, dead) {
+    const current = this.#kernels.get(language)
+    if (current && (await current.catch(() => null)) === dead) this.#kernels.delete(language)
+    await dead.close().catch(() => {})
+    return this.#kernel(language)
   }
 
   /** The live kernel for `language`, started on first use. */
