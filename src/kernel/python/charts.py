@@ -80,6 +80,7 @@ class _Axis:
         self.fmt = axis.get_major_formatter()
         self.loc = axis.get_major_locator()
         self.period = None
+        self._locs = self._labels = None  # read once, when first asked for
         fmt_t = type(self.fmt)
         self.kind = self.scale
         if self.scale == "linear":
@@ -119,30 +120,36 @@ class _Axis:
 
     def ticks(self):
         """(tick values, tick labels) of the major ticks in view."""
-        locs = [float(v) for v in self.axis.get_majorticklocs()][:MAX_TICKS]
+        locs = self.locs()
         labels = self.tick_labels(locs)
         lo, hi = sorted(self.axis.get_view_interval())
         pad = (hi - lo) * 1e-9
         keep = [i for i, v in enumerate(locs) if v - v == 0 and lo - pad <= v <= hi + pad]
-        # 12 significant digits: 1.2, not the 1.2000000000000002 a locator's steps add up to.
-        return self.values([float(format(locs[i], ".12g")) for i in keep]), [labels[i] for i in keep]
+        locs = [locs[i] for i in keep]
+        if self.kind != "datetime":
+            # 12 significant digits: 1.2, not the 1.2000000000000002 a locator's steps add up to.
+            locs = [float(format(v, ".12g")) for v in locs]
+        return self.values(locs), [labels[i] for i in keep]
+
+    def locs(self):
+        """The major tick locations (the locator runs once per axis)."""
+        if self._locs is None:
+            self._locs = [float(v) for v in self.loc()][:MAX_TICKS]
+        return self._locs
 
     def tick_labels(self, locs):
         """The major ticks' labels as shown, mathtext markup ($10^{2}$) read as plain text."""
-        labels = getattr(self, "_labels", None)
-        if labels is None:
-            labels = [t.get_text() for t in self.axis.get_majorticklabels()]
-            if len(labels) != len(locs):
-                labels = self.fmt.format_ticks(locs)
-            labels = [_plain(_text(s)) for s in labels]
-            self._labels = labels
-        return labels
+        if self._labels is None:
+            # The formatter, as the draw used it: cheaper than the axis's tick labels, which
+            # would run both locators again and update every Tick.
+            self._labels = [_plain(_text(s)) for s in self.fmt.format_ticks(locs)]
+        return self._labels
 
     def label_at(self, pos, spread):
         """What a bar or box centred at `pos` is called: the label of its tick (the nearest tick
         within half a tick spacing on a category or fixed-tick axis, where grouped bars sit
         beside their tick), else its position as the axis shows values."""
-        locs = [float(v) for v in self.axis.get_majorticklocs()][:MAX_TICKS]
+        locs = self.locs()
         labels = self.tick_labels(locs)
         if locs:
             best = min(range(len(locs)), key=lambda i: abs(locs[i] - pos))
