@@ -218,6 +218,20 @@ ax.plot([0, 1, 2], [1, float("nan"), 3])
   assert.deepEqual(gaps.chart.elements[0].points, [[0, 1], [2, 3]])
 })
 
+test('many series share a per-figure budget of 200,000 points evenly', async () => {
+  const [fig] = await figures(`
+fig, ax = plt.subplots()
+for i in range(40):
+    ax.plot(np.arange(6000), np.arange(6000) + i)
+`)
+  assert.equal(fig.chart.elements.length, 40)
+  for (const el of fig.chart.elements) {
+    assert.equal(el.points.length, 5000)
+    assert.equal(el.truncated, true)
+    assert.deepEqual(el.points[4999][0], 5999)
+  }
+})
+
 test('a figure whose artists raise on access keeps its PNG, has no chart, and prints nothing', async () => {
   const r = await sbx.runCode(PLT + `
 from matplotlib.lines import Line2D

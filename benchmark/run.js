@@ -582,11 +582,11 @@ async function chartsRow() {
   const samples = { withChart: [], pngOnly: [] }
   const errors = []
   for (let r = 0; r < ROUNDS; r++) {
-    // Alternate which cell goes first, round by round.
+    // The two cells take turns, and which goes first alternates round by round.
     const names = r % 2 ? ['pngOnly', 'withChart'] : ['withChart', 'pngOnly']
     const cells = Object.fromEntries(names.map((n) => [n, CHART_CELLS[n]]))
     const res = await worker(
-      { mode: 'kernel', impl: 'ours', module: IMPLS.ours, cells, n: Q ? 10 : 30, warmup: 3, sandbox: { workspace: fixtures.realWs } },
+      { mode: 'kernel', impl: 'ours', module: IMPLS.ours, cells, interleave: true, n: Q ? 10 : 30, warmup: 3, sandbox: { workspace: fixtures.realWs } },
       baseEnv(REAL_KERN),
     )
     if (res.error) {

@@ -3,10 +3,14 @@
 # first figure only, runs after the figure was drawn (its PNG is out), reads the artists' data
 # arrays and never re-renders. Only public, long-stable matplotlib APIs: Debian 12's 3.6 to 3.10.
 # Whatever raises here costs the chart alone; the caller catches it.
-import sys
 
 MAX_POINTS = 10000  # per element; past this an element is down-sampled evenly and says so
-MAX_ITEMS = 10000  # bars, wedges or boxes of one axes; charts of one superchart
+MAX_ITEMS = 10000  # bars, wedges or boxes of one axes
+MAX_AXES = 1000  # charts of one superchart
+# Points, bars, wedges and boxes of one figure, all axes together: a chart stays a few MB at
+# most (the host drops a cell's results past 64 MiB). Many series share it evenly.
+TOTAL = 200000
+MAX_BOXES = 200  # box plot detection compares every box with every segment: kept small
 MAX_TICKS = 1000
 MAX_TEXT = 4096
 SCALES = frozenset(("linear", "log", "symlog", "logit", "function", "functionlog", "asinh"))
@@ -14,9 +18,13 @@ SCALES = frozenset(("linear", "log", "symlog", "logit", "function", "functionlog
 
 def chart_json(fig):
     """The figure's chart as JSON text, or None when it has no axes."""
-    axes = [a for a in fig.get_axes() if a.get_visible()]
+    global _series_cap, _items_left
+    axes = [a for a in fig.get_axes() if a.get_visible()][:MAX_AXES]
     if not axes:
         return None
+    series = sum(len(a.lines) + len(a.collections) for a in axes)
+    _series_cap = max(2, min(MAX_POINTS, TOTAL // max(1, series)))
+    _items_left = TOTAL
     if len(axes) == 1:
         chart = _axes_chart(axes[0])
         if not chart["title"]:
@@ -25,11 +33,23 @@ def chart_json(fig):
         chart = {
             "type": "superchart",
             "title": _suptitle(fig),
-            "elements": [_axes_chart(a) for a in axes[:MAX_ITEMS]],
+            "elements": [_axes_chart(a) for a in axes],
         }
     import json
 
     return json.dumps(chart, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+
+
+_series_cap = MAX_POINTS  # points per series in the figure being read
+_items_left = TOTAL  # bars, wedges and boxes the figure being read may still give
+
+
+def _items(n):
+    """How many of n bars, wedges or boxes fit; they are taken from the figure's budget."""
+    global _items_left
+    k = max(0, min(n, MAX_ITEMS, _items_left))
+    _items_left -= k
+    return k
 
 
 def _text(s):
@@ -245,7 +265,8 @@ def _point_chart(kind, title, ax, xs, ys, elements):
 
 
 def _points(label, xy, xs, ys):
-    """A line's or a scatter's points, finite ones only, at most MAX_POINTS of them."""
+    """A line's or a scatter's points, finite ones only, at most MAX_POINTS of them (fewer when
+    the figure has many series)."""
     import numpy as np
 
     a = np.ma.asarray(xy, dtype=float).filled(np.nan)
@@ -254,8 +275,9 @@ def _points(label, xy, xs, ys):
         return element
     a = a[np.isfinite(a).all(axis=1)]
     n = len(a)
-    if n > MAX_POINTS:
-        a = a[(np.arange(MAX_POINTS) * (n - 1)) // (MAX_POINTS - 1)]
+    cap = _series_cap
+    if n > cap:
+        a = a[(np.arange(cap) * (n - 1)) // (cap - 1)]
         element["truncated"] = True
     element["points"] = [list(p) for p in zip(xs.values(a[:, 0].tolist()), ys.values(a[:, 1].tolist()))]
     return element
@@ -263,6 +285,7 @@ def _points(label, xy, xs, ys):
 
 def _bars(containers, xs, ys):
     out = []
+    limit = _items(sum(len(c.patches) for c in containers))
     for i, c in enumerate(containers):
         group = _text(c.get_label())
         if not group or group.startswith("_"):
@@ -283,15 +306,15 @@ def _bars(containers, xs, ys):
                 size, pos = _num(p.get_width()), _num(p.get_x())
             if size is None or pos is None:
                 continue
-            out.append({"label": cat.label_at(pos + size / 2, abs(size)), "value": v, "group": group})
-            if len(out) >= MAX_ITEMS:
+            if len(out) >= limit:
                 return out
+            out.append({"label": cat.label_at(pos + size / 2, abs(size)), "value": v, "group": group})
     return out
 
 
 def _pie(wedges):
     out = []
-    for w in wedges[:MAX_ITEMS]:
+    for w in wedges[: _items(len(wedges))]:
         angle, radius = _num(w.theta2 - w.theta1), _num(w.r)
         if angle is not None and radius is not None:
             out.append({"label": _label(w), "angle": angle, "radius": radius})
@@ -337,19 +360,19 @@ def _boxes(lines, patches, xs, ys):
         if len(v) < 5:
             return None
         outlines.append(v)
-    if not outlines or not segs:
+    if not outlines or not segs or len(outlines) > MAX_BOXES or len(segs) > 8 * MAX_BOXES:
         return None
     for vertical in (True, False):
         got = _boxes_one_way(outlines, segs, marks, xs if vertical else ys, vertical)
         if got is not None:
-            return got
+            return got[: _items(len(got))]
     return None
 
 
 def _boxes_one_way(outlines, segs, marks, cat, vertical):
     p, q = (0, 1) if vertical else (1, 0)  # p: the position axis, q: the value axis
     out = []
-    for box in outlines[:MAX_ITEMS]:
+    for box in outlines:
         p0, p1 = float(box[:, p].min()), float(box[:, p].max())
         q1, q3 = float(box[:, q].min()), float(box[:, q].max())
         c = (p0 + p1) / 2

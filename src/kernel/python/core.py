@@ -1,6 +1,7 @@
 # Shared by the one-shot runner and the warm kernel, and loaded before any user code: how a cell
-# is split into its statements and its trailing expression, which frames of a traceback are the
-# user's, and private config dirs. It imports nothing that is not loaded at interpreter start.
+# is dedented and split into its statements and its trailing expression, which frames of a
+# traceback are the user's, private config dirs, and PIL's Image.show() made a display. It
+# imports nothing that is not loaded at interpreter start.
 import sys
 import builtins
 
@@ -119,7 +120,7 @@ def _private_dirs():
 class _ImageShow:
     """An import hook for PIL.Image: once the module is loaded, Image.show() displays the image
     as a result (image/png) instead of looking for a viewer the box does not have, as hosted
-    notebooks do. Only PIL.Image's import pays for it."""
+    notebooks do. Any other import pays one method call."""
 
     def __init__(self, display):
         self.display = display
@@ -144,10 +145,11 @@ class _ImageShow:
 
         def exec_module(module):
             run(module)
-            try:
-                module.Image.show = lambda image, *args, **kwargs: display(image)
-            except Exception:
-                pass
+            if getattr(module, "__name__", None) == "PIL.Image":  # a loader may serve others too
+                try:
+                    module.Image.show = lambda image, *args, **kwargs: display(image)
+                except Exception:
+                    pass
 
         try:
             loader.exec_module = exec_module
