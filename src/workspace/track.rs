@@ -55,9 +55,9 @@ pub fn is_helper_file(rel: &str) -> bool {
         })
     };
     if let Some(rest) = rel.strip_prefix(".cell-") {
-        tagged(rest, &["py", "sh", "js"])
+        tagged(rest, &["py", "sh", "js", "json"])
     } else if let Some(rest) = rel.strip_prefix(".run-") {
-        tagged(rest, &["py"])
+        tagged(rest, &["py", "js"])
     } else if let Some(rest) = rel.strip_prefix(".res-") {
         tagged(rest, &["json"])
     } else {

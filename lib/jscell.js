@@ -1,0 +1,204 @@
+'use strict'
+// Preparing a JavaScript or TypeScript cell on the host, where it is only text, for the in-box
+// driver (src/kernel/js): types stripped by amaro (Node's own type stripper, swc underneath),
+// then, with acorn's syntax tree, the cell made notebook-like:
+//  - top-level const/let/var/class and import bindings become globals (`var` hoisted on the
+//    first line), so later cells see them and may declare them again;
+//  - the body runs in an async arrow, so top-level await works; static import lines become
+//    awaited dynamic imports; the trailing expression is the arrow's value.
+// Edits stay on their own lines (and keep columns where they can), so stacks point at the
+// user's lines. The result is the JSON the driver takes: { code, col } or { syntaxError }.
+
+const acorn = require('acorn')
+
+let amaro = null
+
+/** Loads the type stripper ahead of the first TypeScript cell (its WebAssembly takes a while). */
+function warmTypeScript() {
+  amaro ??= require('amaro')
+}
+
+const PARSE = {
+  ecmaVersion: 'latest',
+  sourceType: 'script',
+  allowAwaitOutsideFunction: true,
+  allowImportExportEverywhere: true,
+  allowHashBang: true,
+}
+
+/** A SyntaxError payload at a 1-based line and 0-based column of `code`. */
+function syntaxError(code, message, line, column) {
+  const source = line > 0 ? code.split('\n')[line - 1] : undefined
+  return { syntaxError: { message, line, column, source: source?.slice(0, 500) } }
+}
+
+/** Types out, positions kept; enum/namespace/parameter properties need swc's transform mode,
+ * which reprints the code (line numbers then follow the printed code). */
+function stripTypes(code) {
+  warmTypeScript()
+  try {
+    return { code: amaro.transformSync(code, { mode: 'strip-only' }).code }
+  } catch (e) {
+    if (e && e.code === 'UnsupportedSyntax') {
+      try {
+        return { code: amaro.transformSync(code, { mode: 'transform', sourceMap: false }).code }
+      } catch (e2) {
+        e = e2
+      }
+    }
+    const message = e && typeof e.message === 'string' ? e.message : String(e)
+    return syntaxError(code, message, Number(e?.startLine) || 0, Number(e?.startColumn) || 0)
+  }
+}
+
+/** The names a binding pattern declares. */
+function patternNames(p, out) {
+  switch (p.type) {
+    case 'Identifier':
+      out.push(p.name)
+      break
+    case 'ObjectPattern':
+      for (const prop of p.properties) patternNames(prop.type === 'RestElement' ? prop.argument : prop.value, out)
+      break
+    case 'ArrayPattern':
+      for (const el of p.elements) if (el) patternNames(el, out)
+      break
+    case 'RestElement':
+      patternNames(p.argument, out)
+      break
+    case 'AssignmentPattern':
+      patternNames(p.left, out)
+      break
+  }
+  return out
+}
+
+/** Spaces for a span of source, its newlines kept. */
+function blank(code, start, end) {
+  return code.slice(start, end).replace(/[^\n]/g, ' ')
+}
+
+/** `import ... from 'm'` as an awaited dynamic import assigning the same (global) names. */
+function importEdit(code, node, names) {
+  const attrs = (node.attributes || []).map((a) => {
+    const key = a.key.type === 'Identifier' ? a.key.name : a.key.value
+    return `${JSON.stringify(key)}: ${JSON.stringify(a.value.value)}`
+  })
+  const call = `await __kernImport(${JSON.stringify(node.source.value)}${attrs.length ? `, {${attrs.join(', ')}}` : ''})`
+  let def = null
+  let ns = null
+  const named = []
+  for (const s of node.specifiers) {
+    names.push(s.local.name)
+    if (s.type === 'ImportDefaultSpecifier') def = s.local.name
+    else if (s.type === 'ImportNamespaceSpecifier') ns = s.local.name
+    else {
+      const imported = s.imported.type === 'Identifier' ? s.imported.name : s.imported.value
+      named.push(`${JSON.stringify(imported)}: ${s.local.name}`)
+    }
+  }
+  let text
+  if (ns) text = `;(${ns} = ${call}${def ? `, ${def} = ${ns}.default` : ''});`
+  else if (def || named.length) text = `;({${[def && `default: ${def}`, ...named].filter(Boolean).join(', ')}} = ${call});`
+  else text = `;${call};`
+  const lines = code.slice(node.start, node.end).split('\n').length - 1
+  return { start: node.start, end: node.end, text: text + '\n'.repeat(lines) }
+}
+
+/** Edits that make one top-level declaration assign globals instead. */
+function declarationEdits(code, node, names, exported, edits) {
+  if (node.type === 'VariableDeclaration') {
+    if (!['var', 'let', 'const'].includes(node.kind)) return // `using`: stays the cell's own
+    const k = node.kind.length
+    edits.push({ start: node.start, end: node.start + k, text: ';(' + ' '.repeat(k - 2) })
+    for (const d of node.declarations) {
+      patternNames(d.id, names)
+      if (!d.init && node.kind !== 'var') edits.push({ start: d.id.end, end: d.id.end, text: ' = undefined' })
+    }
+    const last = node.declarations[node.declarations.length - 1]
+    edits.push({ start: last.end, end: last.end, text: ')' })
+  } else if (node.type === 'FunctionDeclaration' && node.id) {
+    names.push(node.id.name)
+    exported.push(node.id.name)
+  } else if (node.type === 'ClassDeclaration' && node.id) {
+    names.push(node.id.name)
+    edits.push({ start: node.start, end: node.start, text: `;${node.id.name} = ` })
+  }
+}
+
+/** The driver's payload for one cell (a JSON text). */
+function prepareCell(source, { typescript = false } = {}) {
+  let code = source
+  if (typescript) {
+    const stripped = stripTypes(code)
+    if (stripped.syntaxError) return JSON.stringify(stripped)
+    code = stripped.code
+  }
+  if (code.startsWith('#!')) code = '//' + code.slice(2)
+  let tree
+  try {
+    tree = acorn.parse(code, PARSE)
+  } catch (e) {
+    const message = String(e.message).replace(/ \(\d+:\d+\)$/, '')
+    return JSON.stringify(syntaxError(code, message, e.loc?.line ?? 0, e.loc?.column ?? 0))
+  }
+  const names = []
+  const exported = []
+  const edits = []
+  const body = tree.body
+  // Directives ('use strict') must stay first in the arrow's body: exports go after them.
+  let prologueEnd = 0
+  for (const node of body) {
+    if (node.type !== 'ExpressionStatement' || node.directive === undefined) break
+    prologueEnd = node.end
+  }
+  // The trailing expression is the last statement, not counting `var x;` lines (no effect at
+  // run time; swc's transform mode appends them for enums and namespaces).
+  let last = body.length - 1
+  while (last > 0 && body[last].type === 'VariableDeclaration' && body[last].kind === 'var' && body[last].declarations.every((d) => !d.init)) last--
+  body.forEach((node, i) => {
+    switch (node.type) {
+      case 'ImportDeclaration':
+        edits.push(importEdit(code, node, names))
+        break
+      case 'ExportNamedDeclaration':
+      case 'ExportDefaultDeclaration':
+        if (node.declaration && /Declaration$/.test(node.declaration.type)) {
+          edits.push({ start: node.start, end: node.declaration.start, text: blank(code, node.start, node.declaration.start) })
+          declarationEdits(code, node.declaration, names, exported, edits)
+        } else if (node.declaration) {
+          edits.push({ start: node.start, end: node.declaration.start, text: blank(code, node.start, node.declaration.start) })
+        } else {
+          edits.push({ start: node.start, end: node.end, text: blank(code, node.start, node.end) })
+        }
+        break
+      case 'ExportAllDeclaration':
+        edits.push({ start: node.start, end: node.end, text: blank(code, node.start, node.end) })
+        break
+      case 'ExpressionStatement':
+        if (i === last && node.directive === undefined) {
+          edits.push({ start: node.expression.start, end: node.expression.start, text: 'return (' })
+          edits.push({ start: node.expression.end, end: node.expression.end, text: ')' })
+        }
+        break
+      default:
+        declarationEdits(code, node, names, exported, edits)
+    }
+  })
+  const unique = [...new Set(names)]
+  let prefix = (unique.length ? `var ${unique.join(', ')}; ` : '') + '(async () => {'
+  const exports = exported.map((n) => `globalThis.${n} = ${n}; `).join('')
+  if (prologueEnd === 0) prefix += exports
+  else if (exports) edits.push({ start: prologueEnd, end: prologueEnd, text: '; ' + exports })
+  edits.sort((a, b) => a.start - b.start)
+  let out = prefix
+  let pos = 0
+  for (const e of edits) {
+    out += code.slice(pos, e.start) + e.text
+    pos = Math.max(pos, e.end)
+  }
+  out += code.slice(pos) + '\n})()'
+  return JSON.stringify({ code: out, col: -prefix.length })
+}
+
+module.exports = { prepareCell, warmTypeScript }
