@@ -78,13 +78,33 @@ function blank(code, start, end) {
   return code.slice(start, end).replace(/[^\n]/g, ' ')
 }
 
+/** Every `import(...)` expression, anywhere in the cell, calls the driver's importer instead (a
+ * name of the keyword's length, so columns stay): node refuses `import()` in vm scripts without
+ * a flag. */
+function dynamicImportEdits(tree, edits) {
+  acornWalk(tree, (node) => {
+    if (node.type === 'ImportExpression') edits.push({ start: node.start, end: node.start + 6, text: '__kimp' })
+  })
+}
+
+/** Calls `visit` on every node of an ESTree tree. */
+function acornWalk(node, visit) {
+  visit(node)
+  for (const key of Object.keys(node)) {
+    const v = node[key]
+    if (Array.isArray(v)) {
+      for (const x of v) if (x && typeof x.type === 'string') acornWalk(x, visit)
+    } else if (v && typeof v.type === 'string' && key !== 'loc') acornWalk(v, visit)
+  }
+}
+
 /** `import ... from 'm'` as an awaited dynamic import assigning the same (global) names. */
 function importEdit(code, node, names) {
   const attrs = (node.attributes || []).map((a) => {
     const key = a.key.type === 'Identifier' ? a.key.name : a.key.value
     return `${JSON.stringify(key)}: ${JSON.stringify(a.value.value)}`
   })
-  const call = `await __kernImport(${JSON.stringify(node.source.value)}${attrs.length ? `, {${attrs.join(', ')}}` : ''})`
+  const call = `await __kimp(${JSON.stringify(node.source.value)}${attrs.length ? `, { with: {${attrs.join(', ')}} }` : ''})`
   let def = null
   let ns = null
   const named = []
@@ -126,6 +146,19 @@ function declarationEdits(code, node, names, exported, edits) {
   }
 }
 
+/** Where `return (` goes before the trailing expression at `start` so that its line and column
+ * stay: in the wrapper's prefix when it opens the cell, at the end of the line before when it
+ * opens a line (unless a // comment ends that line), else right before it. */
+function returnAt(code, start, comments) {
+  const lineStart = code.lastIndexOf('\n', start - 1) + 1
+  if (!/^[ \t]*$/.test(code.slice(lineStart, start))) return start
+  if (lineStart === 0) return 'prefix'
+  let eol = lineStart - 1
+  if (code[eol - 1] === '\r') eol -= 1
+  if (comments.some((c) => c.type === 'Line' && c.end === eol)) return start
+  return eol
+}
+
 /** The driver's payload for one cell (a JSON text). */
 function prepareCell(source, { typescript = false } = {}) {
   let code = source
@@ -136,8 +169,9 @@ function prepareCell(source, { typescript = false } = {}) {
   }
   if (code.startsWith('#!')) code = '//' + code.slice(2)
   let tree
+  const comments = []
   try {
-    tree = acorn.parse(code, PARSE)
+    tree = acorn.parse(code, { ...PARSE, onComment: comments })
   } catch (e) {
     const message = String(e.message).replace(/ \(\d+:\d+\)$/, '')
     return JSON.stringify(syntaxError(code, message, e.loc?.line ?? 0, e.loc?.column ?? 0))
@@ -146,12 +180,16 @@ function prepareCell(source, { typescript = false } = {}) {
   const exported = []
   const edits = []
   const body = tree.body
-  // Directives ('use strict') must stay first in the arrow's body: exports go after them.
+  // Directives ('use strict') must stay first in the arrow's body: exports go after them. A
+  // string alone as the last statement is the cell's value, not a directive.
+  const isDirective = (node, i) =>
+    node.type === 'ExpressionStatement' && node.directive !== undefined && (i < body.length - 1 || /^use /.test(node.directive))
   let prologueEnd = 0
-  for (const node of body) {
-    if (node.type !== 'ExpressionStatement' || node.directive === undefined) break
+  for (const [i, node] of body.entries()) {
+    if (!isDirective(node, i)) break
     prologueEnd = node.end
   }
+  let returnInPrefix = false
   // The trailing expression is the last statement, not counting `var x;` lines (no effect at
   // run time; swc's transform mode appends them for enums and namespaces).
   let last = body.length - 1
@@ -176,20 +214,25 @@ function prepareCell(source, { typescript = false } = {}) {
         edits.push({ start: node.start, end: node.end, text: blank(code, node.start, node.end) })
         break
       case 'ExpressionStatement':
-        if (i === last && node.directive === undefined) {
-          edits.push({ start: node.expression.start, end: node.expression.start, text: 'return (' })
-          edits.push({ start: node.expression.end, end: node.expression.end, text: ')' })
+        if (i === last && !isDirective(node, i)) {
+          const at = returnAt(code, node.start, comments)
+          if (at === 'prefix') returnInPrefix = true
+          else edits.push({ start: at, end: at, text: at === node.start ? 'return (' : ';return (' })
+          const end = code[node.end - 1] === ';' ? node.end - 1 : node.end
+          edits.push({ start: end, end, text: ')' })
         }
         break
       default:
         declarationEdits(code, node, names, exported, edits)
     }
   })
+  dynamicImportEdits(tree, edits)
   const unique = [...new Set(names)]
   let prefix = (unique.length ? `var ${unique.join(', ')}; ` : '') + '(async () => {'
   const exports = exported.map((n) => `globalThis.${n} = ${n}; `).join('')
   if (prologueEnd === 0) prefix += exports
   else if (exports) edits.push({ start: prologueEnd, end: prologueEnd, text: '; ' + exports })
+  if (returnInPrefix) prefix += 'return ('
   edits.sort((a, b) => a.start - b.start)
   let out = prefix
   let pos = 0

@@ -22,9 +22,14 @@ pub const KERNEL_DRIVER: &str = concat!(
     include_str!("python/kernel.py")
 );
 
-/// The JavaScript kernel's driver, run as `node -e DRIVER <marker>` by [`JS_LAUNCH`].
-pub const JS_KERNEL_DRIVER: &str =
-    concat!(include_str!("js/core.js"), include_str!("js/kernel.js"));
+/// The JavaScript kernel's driver, run as `node -e DRIVER <marker>` by [`JS_LAUNCH`]. `-e` code
+/// is a script: wrapped in a function, its names stay out of the global scope cells share.
+pub const JS_KERNEL_DRIVER: &str = concat!(
+    "(() => {\n",
+    include_str!("js/core.js"),
+    include_str!("js/kernel.js"),
+    "})()\n"
+);
 
 /// The sh script that starts the JavaScript driver with its fds laid out.
 pub const JS_LAUNCH: &str = include_str!("js/launch.sh");
@@ -131,7 +136,7 @@ mod tests {
         assert!(KERNEL_DRIVER.contains("def _bundle") && KERNEL_DRIVER.ends_with("_serve()\n"));
         assert!(
             JS_KERNEL_DRIVER.contains("function bundleOf")
-                && JS_KERNEL_DRIVER.ends_with("serve()\n")
+                && JS_KERNEL_DRIVER.ends_with("serve()\n})()\n")
         );
         assert!(JS_RUNNER.contains("function bundleOf") && JS_RUNNER.ends_with("run()\n"));
     }

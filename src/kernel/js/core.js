@@ -15,16 +15,17 @@ class KernelExit {
   }
 }
 
-// Static import lines become calls of this (lib/jscell.js); bare specifiers resolve from the
-// working directory (/workspace/node_modules and up), as `import()` in this script does.
-function cellImport(spec, attributes) {
-  return attributes ? import(spec, { with: attributes }) : import(spec)
+// Import lines and import() expressions become calls of this (lib/jscell.js): node allows no
+// import() in a vm script without a flag. Specifiers resolve as in this script: bare ones from
+// the working directory (/workspace/node_modules and up).
+function cellImport(spec, options) {
+  return options === undefined ? import(spec) : import(spec, options)
 }
 
 function installGlobals(display) {
   const define = (name, value) =>
     Object.defineProperty(globalThis, name, { value, writable: true, configurable: true, enumerable: false })
-  define('__kernImport', cellImport)
+  define('__kimp', cellImport)
   define('display', display)
   define('require', createRequire(process.cwd() + '/'))
 }
@@ -167,8 +168,6 @@ function startCell(cell, file) {
   const script = new vm.Script(code, {
     filename: file,
     columnOffset: Number(cell.col) | 0,
-    importModuleDynamically: (spec, _script, attributes) =>
-      cellImport(spec, attributes && Object.keys(attributes).length ? attributes : undefined),
   })
   return script.runInThisContext({ breakOnSigint: true, displayErrors: false })
 }
