@@ -87,15 +87,31 @@ function dynamicImportEdits(tree, edits) {
   })
 }
 
-/** Calls `visit` on every node of an ESTree tree. */
+/** Calls `visit` on every node of an ESTree tree; `visit` returning false skips its children. */
 function acornWalk(node, visit) {
-  visit(node)
+  if (visit(node) === false) return
   for (const key of Object.keys(node)) {
     const v = node[key]
     if (Array.isArray(v)) {
       for (const x of v) if (x && typeof x.type === 'string') acornWalk(x, visit)
-    } else if (v && typeof v.type === 'string' && key !== 'loc') acornWalk(v, visit)
+    } else if (v && typeof v.type === 'string') acornWalk(v, visit)
   }
+}
+
+const FUNCTIONS = new Set(['FunctionDeclaration', 'FunctionExpression', 'ArrowFunctionExpression'])
+const RUNS_CODE = /^(For|ForIn|ForOf|While|DoWhile)Statement$|^(Call|New|TaggedTemplate)Expression$/
+
+/** Whether the cell's synchronous part can run for long: a loop or a call outside function bodies
+ * (which run only when called). Only such a cell runs under V8's SIGINT watchdog, which costs a
+ * thread per cell; the others end on their own (code reached through getters or coercions
+ * aside). */
+function mayLoop(tree) {
+  let found = false
+  acornWalk(tree, (node) => {
+    if (found || FUNCTIONS.has(node.type)) return false
+    if (RUNS_CODE.test(node.type)) found = true
+  })
+  return found
 }
 
 /** `import ... from 'm'` as an awaited dynamic import assigning the same (global) names. */
@@ -227,6 +243,7 @@ function prepareCell(source, { typescript = false } = {}) {
     }
   })
   dynamicImportEdits(tree, edits)
+  const guard = mayLoop(tree)
   const unique = [...new Set(names)]
   let prefix = (unique.length ? `var ${unique.join(', ')}; ` : '') + '(async () => {'
   const exports = exported.map((n) => `globalThis.${n} = ${n}; `).join('')
@@ -241,7 +258,7 @@ function prepareCell(source, { typescript = false } = {}) {
     pos = Math.max(pos, e.end)
   }
   out += code.slice(pos) + '\n})()'
-  return JSON.stringify({ code: out, col: -prefix.length })
+  return JSON.stringify({ code: out, col: -prefix.length, guard })
 }
 
 module.exports = { prepareCell, warmTypeScript }
