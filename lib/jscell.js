@@ -175,8 +175,26 @@ function returnAt(code, start, comments) {
   return eol
 }
 
+// Prepared cells by source: a notebook runs the same cell again, an agent retries one. A pure
+// function of the source, so a bounded memo is safe; oldest out first.
+const prepared = new Map()
+const MEMO_ENTRIES = 128
+const MEMO_SOURCE_MAX = 16 * 1024
+
 /** The driver's payload for one cell (a JSON text). */
 function prepareCell(source, { typescript = false } = {}) {
+  if (source.length > MEMO_SOURCE_MAX) return prepare(source, typescript)
+  const key = (typescript ? 't' : 'j') + source
+  let got = prepared.get(key)
+  if (got === undefined) {
+    got = prepare(source, typescript)
+    if (prepared.size >= MEMO_ENTRIES) prepared.delete(prepared.keys().next().value)
+    prepared.set(key, got)
+  }
+  return got
+}
+
+function prepare(source, typescript) {
   let code = source
   if (typescript) {
     const stripped = stripTypes(code)

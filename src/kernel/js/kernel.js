@@ -33,12 +33,17 @@ const rawFds = [
 ].filter(([fd]) => fd >= 0)
 const realExit = process.exit.bind(process)
 
-function send(kind, payload) {
-  const frame = Buffer.allocUnsafe(5 + payload.length)
-  frame[0] = kind
-  frame.writeUInt32LE(payload.length, 1)
-  if (typeof payload === 'string') frame.write(payload, 5, 'utf8')
-  else frame.set(payload, 5)
+/** Writes frames, [kind, Buffer or string] each, in one write. */
+function send(...frames) {
+  const parts = frames.map(([kind, payload]) => [kind, typeof payload === 'string' ? Buffer.from(payload) : payload])
+  const frame = Buffer.allocUnsafe(parts.reduce((n, [, p]) => n + 5 + p.length, 0))
+  let at = 0
+  for (const [kind, p] of parts) {
+    frame[at] = kind
+    frame.writeUInt32LE(p.length, at + 1)
+    frame.set(p, at + 5)
+    at += 5 + p.length
+  }
   let off = 0
   while (off < frame.length) {
     try {
@@ -88,7 +93,7 @@ function output(kind, buf, drained) {
     // Raw writes made before this one go out first (checked at most every millisecond: a read
     // that finds nothing costs an exception).
     if (!drained && performance.now() - lastDrain > 1) drainRaw()
-    send(kind, buf)
+    send([kind, buf])
   } else if (heldBytes < HELD_MAX) {
     const kept = buf.subarray(0, HELD_MAX - heldBytes)
     held.push([kind, Buffer.from(kept)])
@@ -139,21 +144,21 @@ function serveCell(body) {
   let stop
   const stopped = new Promise((resolve) => (stop = resolve))
   cell = { stop }
-  for (const [kind, buf] of held.splice(0)) send(kind, buf)
+  for (const [kind, buf] of held.splice(0)) send([kind, buf])
   heldBytes = 0
   // Raw output still in the pipes goes out before the cell's last frames; a cell with no call
   // and no loop (prepared.guard false) wrote none.
   const finish = (rc, result) => {
     if (prepared.guard !== false) drainRaw()
-    if (result !== undefined) send(0x72, result)
     cell = null
-    send(0x64, String(rc))
+    if (result === undefined) send([0x64, String(rc)])
+    else send([0x72, result], [0x64, String(rc)])
   }
   const fail = (e) => {
     if (e instanceof KernelExit) return finish(e.code)
     const { error, text } = describeError(e)
     output(0x65, Buffer.from(text), false)
-    send(0x78, JSON.stringify(error))
+    send([0x78, JSON.stringify(error)])
     finish(1)
   }
   let running
@@ -220,7 +225,7 @@ function serve() {
   control.on('data', onControl)
   control.on('end', () => realExit(0))
   control.on('error', () => realExit(0))
-  send(0x52, '')
+  send([0x52, ''])
 }
 
 serve()
