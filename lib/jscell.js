@@ -9,8 +9,8 @@
 // Edits stay on their own lines (and keep columns where they can), so stacks point at the
 // user's lines. The result is the JSON the driver takes: { code, col } or { syntaxError }.
 
-const acorn = require('acorn')
-
+// Both load on the first JavaScript/TypeScript cell: Python-only use never pays for them.
+let acorn = null
 let amaro = null
 
 /** Loads the type stripper ahead of the first TypeScript cell (its WebAssembly takes a while). */
@@ -204,6 +204,7 @@ function prepare(source, typescript) {
   if (code.startsWith('#!')) code = '//' + code.slice(2)
   let tree
   const comments = []
+  acorn ??= require('acorn')
   try {
     tree = acorn.parse(code, { ...PARSE, onComment: comments })
   } catch (e) {

@@ -205,6 +205,7 @@ function onControl(chunk) {
 }
 
 function serve() {
+  process.argv.splice(1) // the marker is the host's business, as `node -e` has no arguments
   patchStream(process.stdout, 0x6f)
   patchStream(process.stderr, 0x65)
   process.exit = function exit(code) {
