@@ -7,7 +7,7 @@ const test = require('node:test')
 const assert = require('node:assert/strict')
 const fs = require('node:fs')
 const path = require('node:path')
-const { kern, tmpDir, rand, procsMatching, waitFor, within } = require('./helpers')
+const { kern, tmpDir, rand, procsMatching, waitFor, within, runNode } = require('./helpers')
 
 const { Sandbox, Kernel, Result, SandboxError } = kern
 
@@ -315,4 +315,32 @@ test('sandbox.close() closes JavaScript kernels and their boxes', async () => {
   assert.equal(kk.alive, false)
   assert.ok(await waitFor(() => procsMatching(marker).length === 0, 5_000))
   assert.ok(tmpDir)
+})
+
+test('without the optional peers (acorn, amaro) a JavaScript kernel or cell is refused, saying what to install', async () => {
+  const repo = path.join(__dirname, '..')
+  const pkg = path.join(tmpDir('kst-nopeers-'), 'kern-sandbox')
+  fs.mkdirSync(pkg)
+  for (const f of fs.readdirSync(repo)) {
+    if (f === 'package.json' || /^(index|binding)\.js$/.test(f) || f.endsWith('.node')) fs.copyFileSync(path.join(repo, f), path.join(pkg, f))
+  }
+  fs.cpSync(path.join(repo, 'lib'), path.join(pkg, 'lib'), { recursive: true })
+  const r = await runNode(
+    `const { Sandbox, SandboxError } = require(${JSON.stringify(pkg)})
+    ;(async () => {
+      const s = await new Sandbox().open()
+      const out = {}
+      for (const [name, f] of [['js', () => s.kernel({ language: 'js' })], ['oneShot', () => s.runCode('1', { language: 'node' })]]) {
+        try { await f(); out[name] = 'resolved' } catch (e) { out[name] = (e instanceof SandboxError) + ' ' + e.message }
+      }
+      out.python = (await s.runCode('print(6 * 7)')).stdout
+      await s.close()
+      console.log(JSON.stringify(out))
+    })()`,
+    { cwd: path.dirname(pkg) },
+  )
+  const out = JSON.parse(r.stdout.trim().split('\n').pop())
+  assert.match(out.js, /^true .*npm install acorn amaro/)
+  assert.match(out.oneShot, /^true .*npm install acorn amaro/)
+  assert.equal(out.python, '42\n', 'Python needs neither')
 })

@@ -9,13 +9,32 @@
 // Edits stay on their own lines (and keep columns where they can), so stacks point at the
 // user's lines. The result is the JSON the driver takes: { code, col } or { syntaxError }.
 
-// Both load on the first JavaScript/TypeScript cell: Python-only use never pays for them.
+const { SandboxError } = require('./errors.js')
+
+// Optional peer dependencies, loaded on the first JavaScript/TypeScript kernel or cell: an install
+// for Python alone neither fetches nor loads them.
 let acorn = null
 let amaro = null
 
-/** Loads the type stripper ahead of the first TypeScript cell (its WebAssembly takes a while). */
-function warmTypeScript() {
-  amaro ??= require('amaro')
+function peer(name, what) {
+  try {
+    return require(name)
+  } catch (e) {
+    if (e && e.code === 'MODULE_NOT_FOUND') {
+      throw new SandboxError(
+        `${what} cells are prepared on the host with the \`${name}\` package, which is not installed: ` +
+          '`npm install acorn amaro` next to kern-sandbox',
+      )
+    }
+    throw e
+  }
+}
+
+/** Loads what preparing a cell needs, so a missing package fails kernel() rather than a cell; the
+ * type stripper's WebAssembly also takes a while to load. */
+function warm(typescript) {
+  acorn ??= peer('acorn', 'JavaScript and TypeScript')
+  if (typescript) amaro ??= peer('amaro', 'TypeScript')
 }
 
 const PARSE = {
@@ -35,7 +54,7 @@ function syntaxError(code, message, line, column) {
 /** Types out, positions kept; enum/namespace/parameter properties need swc's transform mode,
  * which reprints the code (line numbers then follow the printed code). */
 function stripTypes(code) {
-  warmTypeScript()
+  warm(true)
   try {
     return { code: amaro.transformSync(code, { mode: 'strip-only' }).code }
   } catch (e) {
@@ -204,7 +223,7 @@ function prepare(source, typescript) {
   if (code.startsWith('#!')) code = '//' + code.slice(2)
   let tree
   const comments = []
-  acorn ??= require('acorn')
+  warm(false)
   try {
     tree = acorn.parse(code, { ...PARSE, onComment: comments })
   } catch (e) {
@@ -280,4 +299,4 @@ function prepare(source, typescript) {
   return JSON.stringify({ code: out, col: -prefix.length, guard })
 }
 
-module.exports = { prepareCell, warmTypeScript }
+module.exports = { prepareCell, warm }

@@ -5,7 +5,7 @@ const { SandboxError } = require('./errors.js')
 const { show, optionsBag } = require('./options.js')
 const { nativeCall } = require('./calls.js')
 const { richLine, finishResult, deliver } = require('./results.js')
-const { prepareCell, warmTypeScript } = require('./jscell.js')
+const { prepareCell, warm } = require('./jscell.js')
 
 /** Kernel languages by the names (and aliases) `kernel({ language })` takes. */
 const LANGUAGES = {
@@ -23,7 +23,7 @@ function kernelLanguage(name = 'python') {
       `unsupported kernel language ${show(name)} (expected 'python', 'javascript' ('js', 'node') or 'typescript' ('ts'))`,
     )
   }
-  if (lang.typescript) warmTypeScript()
+  if (lang.native === 'javascript') warm(!!lang.typescript)
   return lang
 }
 
