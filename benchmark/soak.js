@@ -415,15 +415,16 @@ const MIX = [
   ['flood', 14],
   ['cancel', 12],
 ]
-const MIX_TOTAL = MIX.reduce((a, [, w]) => a + w, 0)
-function nextKind() {
-  let x = rnd(MIX_TOTAL)
-  for (const [k, w] of MIX) {
+/** A kind drawn from `mix` ([kind, weight] pairs) in proportion to its weight. */
+function weighted(mix) {
+  let x = rnd(mix.reduce((a, [, w]) => a + w, 0))
+  for (const [k, w] of mix) {
     if (x < w) return k
     x -= w
   }
-  return 'ok'
+  return mix[0][0]
 }
+const nextKind = () => weighted(MIX)
 
 // ---------------------------------------------------------------------------------------------
 // sessions
@@ -550,15 +551,7 @@ const CELL_MIX = [
   ['reopen', 2],
   ['closeQueued', 2],
 ]
-const CELL_TOTAL = CELL_MIX.reduce((a, [, w]) => a + w, 0)
-function nextCell() {
-  let x = rnd(CELL_TOTAL)
-  for (const [k, w] of CELL_MIX) {
-    if (x < w) return k
-    x -= w
-  }
-  return 'plain'
-}
+const nextCell = () => weighted(CELL_MIX)
 
 const kstats = { opened: 0, closed: 0, cells: 0 }
 const cellOut = (r) => `exit ${r.exitCode} fault ${JSON.stringify(r.fault)} stdout ${JSON.stringify(String(r.stdout).slice(0, 80))} results ${JSON.stringify(r.results.map((x) => x.text))} error ${JSON.stringify(r.error)}`
