@@ -187,7 +187,10 @@ impl Compressors {
                 .spawn(move || loop {
                     let next = todo.lock().unwrap_or_else(|p| p.into_inner()).recv();
                     let Ok((seq, chunk, last)) = next else { return };
-                    if done_tx.send((seq, deflate(&chunk, last))).is_err() {
+                    // Every chunk taken is answered, or the writer would wait for it forever.
+                    let out = std::panic::catch_unwind(|| deflate(&chunk, last))
+                        .unwrap_or_else(|_| Err(io::Error::other("compression panicked")));
+                    if done_tx.send((seq, out)).is_err() {
                         return;
                     }
                 })?;
