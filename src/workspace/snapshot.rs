@@ -142,9 +142,10 @@ const CHUNK: usize = 1 << 20;
 const LEVEL: u32 = 2;
 /// More threads than this buy nothing: writing the archive and reading the files are serial.
 const MAX_WORKERS: usize = 8;
-/// Chunks handed to the compressors and not yet written, per worker: enough that reading the next
-/// chunks never waits for the slowest one, and a bound on memory (2 x 1 MiB per chunk in flight).
-const IN_FLIGHT_PER_WORKER: usize = 3;
+/// Chunks handed to the compressors and not yet written, per worker: one being compressed and one
+/// waiting, as reading a chunk takes a fraction of compressing it; a bound on memory (about
+/// 2 x 1 MiB per chunk in flight: 8 MiB on 2 cores, 32 MiB at the 8-thread cap).
+const IN_FLIGHT_PER_WORKER: usize = 2;
 
 /// A gzip writer tuned for checkpoints: chunks compressed on every core while this thread goes on
 /// reading the files, and chunks that do not compress (media, archives, random data) stored as
