@@ -47,6 +47,9 @@ function declaredValues() {
       const prev = values.get(st.name.text)
       const params = Math.max(prev ? prev.params : 0, st.parameters.length)
       values.set(st.name.text, { kind: 'function', params })
+    } else if (ts.isEnumDeclaration(st) && isExported(st)) {
+      const members = new Map(st.members.map((m) => [memberKey(m.name), m.initializer && ts.isStringLiteral(m.initializer) ? m.initializer.text : undefined]))
+      values.set(st.name.text, { kind: 'enum', members })
     } else if (ts.isVariableStatement(st) && isExported(st)) {
       for (const d of st.declarationList.declarations) values.set(d.name.text, { kind: 'const' })
     }
@@ -68,6 +71,7 @@ test('every runtime export is declared, and every declared value exists at run t
   for (const [name, d] of declared) {
     const v = runtime[name]
     if (d.kind === 'const') assert.notEqual(typeof v, 'function', `${name} is declared a const`)
+    else if (d.kind === 'enum') assert.equal(typeof v, 'object', `${name} is declared an enum`)
     else assert.equal(typeof v, 'function', `${name} is declared a ${d.kind}`)
     if (d.kind === 'class') assert.ok(v.prototype && /^class\b/.test(Function.prototype.toString.call(v)), `${name} is declared a class`)
   }
@@ -132,6 +136,14 @@ for (const [name, d] of declared) {
     assert.deepEqual(statics.map(show).sort(), [...d.statics.keys()].map(show).sort(), `static members of ${name}`)
   })
 }
+
+test('enums: the runtime objects have exactly the declared members and string values, frozen', () => {
+  for (const [name, d] of declared) {
+    if (d.kind !== 'enum') continue
+    assert.deepEqual({ ...runtime[name] }, Object.fromEntries(d.members), `${name}: runtime vs index.d.ts`)
+    assert.ok(Object.isFrozen(runtime[name]), `${name} is frozen`)
+  }
+})
 
 test('functions: index.d.ts declares at least the parameters the runtime requires', () => {
   for (const [name, d] of declared) {
