@@ -60,6 +60,15 @@ test('the trailing expression is found however the cell is laid out', async () =
     ['if True:\n    q = 1\nelse:\n    q = 2\nq', '1'],
     ['t = 1 + \\\n2\nt', '3'],
     ['(\n  "a",\n  "b",\n)', "('a', 'b')"],
+    // assignments are statements; comparisons that contain `=` are expressions
+    ['x = 1 + 1', null],
+    ['class C: pass\nc = C()\nc.n = 1\nc.n += 1', null],
+    ['a = [0]\na[0] = 2\na[0] **= 3', null],
+    ['x = 5\nx <= 4', 'False'],
+    ['x = 5\nx != 5', 'False'],
+    ['x = 5\nx >= 5', 'True'],
+    ['a = [0]\na[0] == 0', 'True'],
+    ['d = {}\nd["k=v"] = 1\nd', "{'k=v': 1}"],
   ]
   for (const [code, want] of cases) {
     const r = await sbx.runCode(code)

@@ -431,15 +431,8 @@ const ROWS = [
     real: true,
     title: 'real kern: run(["true"]) vs the bare `kern box … -- true`',
     async run() {
-      // Learn the exact argv our binding builds, through a recording fake kern.
-      const rec = fx.argvRecorderKern(TMP)
-      const r = await worker({ mode: 'argv', impl: 'ours', module: IMPLS.ours, workspace: fixtures.realWs }, baseEnv(rec.bin))
-      if (r.error || !fs.existsSync(rec.out)) throw new Error(`could not record our argv: ${r.error || 'nothing recorded'}`)
-      const argv = fs.readFileSync(rec.out, 'utf8').split('\0').slice(0, -1)
-      const envBody = fs.existsSync(rec.out + '.env') ? fs.readFileSync(rec.out + '.env', 'utf8') : ''
-      const privateDir = path.join(TMP, 'bare-private')
-      fs.mkdirSync(privateDir, { recursive: true, mode: 0o700 })
-      const bare = { kern: REAL_KERN, argv, envBody, privateDir }
+      const bare = await bareTemplate()
+      const argv = bare.argv
       const a = await callRows('real', {
         kern: REAL_KERN,
         n: Q ? 6 : 15,
@@ -513,6 +506,22 @@ const ROWS = [
   },
 ]
 
+/** The exact argv our binding builds for `run(["true"])` in the real-kern workspace, learnt once
+ * through a recording fake kern: { kern, argv, envBody, privateDir } for spawning a bare box. */
+let bareTpl = null
+async function bareTemplate() {
+  if (bareTpl) return bareTpl
+  const rec = fx.argvRecorderKern(TMP)
+  const r = await worker({ mode: 'argv', impl: 'ours', module: IMPLS.ours, workspace: fixtures.realWs }, baseEnv(rec.bin))
+  if (r.error || !fs.existsSync(rec.out)) throw new Error(`could not record our argv: ${r.error || 'nothing recorded'}`)
+  const argv = fs.readFileSync(rec.out, 'utf8').split('\0').slice(0, -1)
+  const envBody = fs.existsSync(rec.out + '.env') ? fs.readFileSync(rec.out + '.env', 'utf8') : ''
+  const privateDir = path.join(TMP, 'bare-private')
+  fs.mkdirSync(privateDir, { recursive: true, mode: 0o700 })
+  bareTpl = { kern: REAL_KERN, argv, envBody, privateDir }
+  return bareTpl
+}
+
 const KERNEL_CELLS = {
   trivial: 'x = 1 + 1',
   sum1000: 'sum(range(1000))',
@@ -521,12 +530,23 @@ const KERNEL_CELLS = {
 
 /** Warm-kernel cells on ours and on 0.1.23, alternating, pooled medians. */
 async function kernelRow() {
-  const impls = ['ours', 'ref23']
+  // floor: the same cells through a bare framed pipe to a resident python3 in the same kind of box.
+  const impls = ['ours', 'ref23', 'floor']
+  const bare = await bareTemplate()
   const acc = Object.fromEntries(impls.map((i) => [i, { cells: {}, closeMs: [], cpu: [], errors: [] }]))
   for (let r = 0; r < ROUNDS; r++) {
     for (const impl of order(impls, r)) {
       const res = await worker(
-        { mode: 'kernel', impl, module: IMPLS[impl], cells: KERNEL_CELLS, n: Q ? 200 : 1000, warmup: 50, sandbox: { workspace: fixtures.realWs } },
+        {
+          mode: 'kernel',
+          impl,
+          module: IMPLS[impl === 'floor' ? 'ours' : impl],
+          bare: impl === 'floor' ? bare : undefined,
+          cells: KERNEL_CELLS,
+          n: Q ? 200 : 1000,
+          warmup: 50,
+          sandbox: { workspace: fixtures.realWs },
+        },
         baseEnv(REAL_KERN),
       )
       const a = acc[impl]
@@ -557,6 +577,7 @@ async function kernelRow() {
   }
   const m = (i, name) => acc[i].cells[name]?.median ?? null
   const e = { ours: { errors: acc.ours.errors }, ref: { errors: acc.ref23.errors } }
+  const ef = { ours: { errors: acc.ours.errors }, floor: { errors: acc.floor.errors } }
   return {
     data: acc,
     lines: [
@@ -565,6 +586,11 @@ async function kernelRow() {
       line('  a cell printing 100 kB', 'median ms', m('ours', 'print100k'), m('ref23', 'print100k'), 'lower', 0.5, '<= 0.5x'),
       line('  close()', 'median ms', acc.ours.closeMs, acc.ref23.closeMs, 'lower', null, '< 150 ms'),
       line('', 'node CPU ms per cell', acc.ours.cpuMsPerCall, acc.ref23.cpuMsPerCall, 'lower', null, '(all threads)'),
+      // The reference column here is the pipe floor, not a package.
+      line('warm kernel vs the pipe floor: `x = 1 + 1`', 'median ms', m('ours', 'trivial'), m('floor', 'trivial'), 'lower', 2, '<= 2x (aim 1.5x)', errs(ef)),
+      line('  `sum(range(1000))`', 'median ms', m('ours', 'sum1000'), m('floor', 'sum1000'), 'lower', null, ''),
+      line('  a cell printing 100 kB', 'median ms', m('ours', 'print100k'), m('floor', 'print100k'), 'lower', 2, '<= 2x'),
+      line('', 'node CPU ms per cell', acc.ours.cpuMsPerCall, acc.floor.cpuMsPerCall, 'lower', null, '(all threads)'),
     ],
   }
 }

@@ -4,12 +4,18 @@
 // that hammers the binding with a mix of successes, timeouts, kills, floods and cancelled calls,
 // sequentially and concurrently, across several sessions, then checks that nothing is left behind.
 //
-//   npm run soak                           # 1,000 sequential + 200 concurrent calls, 10 min cap
-//   npm run soak -- --quick                # 150 + 50 calls, about a minute
+//   npm run soak                           # 1,000 sequential + 200 concurrent calls + 5,000 kernel cells, 10 min cap
+//   npm run soak -- --quick                # 150 + 50 calls + 800 cells, about a minute
 //   KERN_BIN=/path/to/kern npm run soak    # against a real kern (default: the stand-in)
 //
 // Options: --minutes N (cap on the call phases; checks still run after it), --quick, --seq N,
-// --conc N, --out FILE (the figures as JSON), --verbose (every call's outcome).
+// --conc N, --cells N (warm-kernel cells), --out FILE (the figures as JSON), --verbose (every
+// call's outcome).
+//
+// The kernel phase runs cells on a few warm kernels at once: plain cells whose output and value
+// are checked against state the soak keeps per kernel, errors, interrupts (obeyed and ignored),
+// per-cell timeouts, output past the cap, a dying interpreter, bursts queued without awaiting, and
+// kernels closed with cells still queued and opened anew.
 //
 // Checks, each PASS/FAIL (the exit code is non-zero only if one fails):
 //   fds        /proc/self/fd after the run == after the warm-up (lazily created long-lived fds,
@@ -18,7 +24,7 @@
 //   tmpdirs    no kern-sbx-<pid>-* left in os.tmpdir()
 //   boxes      no box carrying the marker in `kern ps --json`
 //   rss        VmRSS after the run (and a global.gc()) within 10% of VmRSS after the warm-up
-//   calls      every call settled in time with the outcome its workload must produce
+//   calls      every call and cell settled in time with the outcome its workload must produce
 
 const fs = require('node:fs')
 const os = require('node:os')
@@ -51,7 +57,7 @@ if (typeof global.gc !== 'function') {
 // arguments
 
 function parseArgs(argv) {
-  const a = { quick: false, minutes: null, seq: null, conc: null, out: null, verbose: false }
+  const a = { quick: false, minutes: null, seq: null, conc: null, cells: null, out: null, verbose: false }
   for (let i = 0; i < argv.length; i++) {
     const v = argv[i]
     const num = () => {
@@ -66,10 +72,11 @@ function parseArgs(argv) {
     else if (v === '--minutes') a.minutes = num()
     else if (v === '--seq') a.seq = Math.floor(num())
     else if (v === '--conc') a.conc = Math.floor(num())
+    else if (v === '--cells') a.cells = Math.floor(num())
     else if (v === '--out') a.out = path.resolve(argv[++i])
     else if (v === '--verbose' || v === '-v') a.verbose = true
     else if (v === '--help' || v === '-h') {
-      console.log(fs.readFileSync(__filename, 'utf8').split('\n').slice(2, 21).map((l) => l.replace(/^\/\/ ?/, '')).join('\n'))
+      console.log(fs.readFileSync(__filename, 'utf8').split('\n').slice(2, 28).map((l) => l.replace(/^\/\/ ?/, '')).join('\n'))
       process.exit(0)
     } else {
       console.error(`soak: unknown option ${v} (try --help)`)
@@ -78,6 +85,7 @@ function parseArgs(argv) {
   }
   a.seq ??= a.quick ? 150 : 1000
   a.conc ??= a.quick ? 50 : 200
+  a.cells ??= a.quick ? 800 : 5000
   a.minutes ??= a.quick ? 1.5 : 10
   return a
 }
@@ -407,15 +415,16 @@ const MIX = [
   ['flood', 14],
   ['cancel', 12],
 ]
-const MIX_TOTAL = MIX.reduce((a, [, w]) => a + w, 0)
-function nextKind() {
-  let x = rnd(MIX_TOTAL)
-  for (const [k, w] of MIX) {
+/** A kind drawn from `mix` ([kind, weight] pairs) in proportion to its weight. */
+function weighted(mix) {
+  let x = rnd(mix.reduce((a, [, w]) => a + w, 0))
+  for (const [k, w] of mix) {
     if (x < w) return k
     x -= w
   }
-  return 'ok'
+  return mix[0][0]
 }
+const nextKind = () => weighted(MIX)
 
 // ---------------------------------------------------------------------------------------------
 // sessions
@@ -523,6 +532,210 @@ async function oneShot(phase) {
   }
 }
 
+
+// ---------------------------------------------------------------------------------------------
+// warm kernels: cells checked against the state the soak keeps for each kernel
+
+const KERNELS_AT_ONCE = 3
+const CELL_MIX = [
+  ['plain', 50],
+  ['value', 15],
+  ['error', 8],
+  ['burst', 8],
+  ['interrupt', 6],
+  ['preabort', 2],
+  ['deaf', 1],
+  ['timeout', 2],
+  ['cap', 2],
+  ['die', 2],
+  ['reopen', 2],
+  ['closeQueued', 2],
+]
+const nextCell = () => weighted(CELL_MIX)
+
+const kstats = { opened: 0, closed: 0, cells: 0 }
+const cellOut = (r) => `exit ${r.exitCode} fault ${JSON.stringify(r.fault)} stdout ${JSON.stringify(String(r.stdout).slice(0, 80))} results ${JSON.stringify(r.results.map((x) => x.text))} error ${JSON.stringify(r.error)}`
+const why = (e) => `${e && e.name}: ${e && e.message}`
+
+/** A warm kernel and `acc`, the value its `acc` variable must hold. */
+class SoakKernel {
+  constructor(session) {
+    this.session = session
+    this.k = null
+    this.acc = 0
+  }
+
+  async open() {
+    this.k = await this.session.kernel({ timeoutS: 60 })
+    kstats.opened++
+    this.acc = 0
+    const r = await this.k.runCode(`acc = 0  # ${MARKER}`)
+    return r.exitCode === 0 ? null : `the first cell of a new kernel: ${cellOut(r)}`
+  }
+
+  /** After a cell that must end the kernel: dead, later cells refused, then a new one. */
+  async replaced() {
+    if (this.k.alive) return 'the kernel is still alive after a cell that must end it'
+    const later = await this.k.runCode('1').then(
+      () => 'a dead kernel ran a cell',
+      (e) => (e.name === 'SandboxError' && /closed/.test(e.message) ? null : `a dead kernel's refusal: ${why(e)}`),
+    )
+    kstats.closed++
+    return later || (await this.open())
+  }
+
+  cellOptions() {
+    const o = {}
+    const r = rnd(8)
+    if (r === 0) o.onStdout = () => counters.perCallChunks++
+    if (r === 1) o.timeoutS = 30
+    return o
+  }
+
+  /** Runs one workload of `kind`; a problem string, or null when every outcome was right. */
+  async run(kind) {
+    const k = this.k
+    const n = rnd(1_000_000)
+    switch (kind) {
+      case 'plain': {
+        const want = this.acc + n
+        this.acc = want
+        const r = await k.runCode(`acc += ${n}\nprint("p", acc)`, this.cellOptions())
+        return r.exitCode === 0 && r.fault === null && r.stdout === `p ${want}\n` && r.results.length === 0 ? null : cellOut(r)
+      }
+      case 'value': {
+        const r = await k.runCode(`acc * 2 + ${n}`, this.cellOptions())
+        const v = r.results[0]
+        return r.exitCode === 0 && r.results.length === 1 && v.isMainResult && v.text === String(this.acc * 2 + n) ? null : cellOut(r)
+      }
+      case 'error': {
+        const r = await k.runCode(`def f():\n    raise ValueError("e${n}")\nf()`)
+        const e = r.error
+        return r.exitCode === 1 && r.fault === null && e && e.name === 'ValueError' && e.value === `e${n}` && k.alive ? null : cellOut(r)
+      }
+      case 'burst': {
+        // queued without awaiting: they must run in call order
+        const m = 2 + rnd(7)
+        const wants = []
+        const ps = []
+        for (let i = 0; i < m; i++) {
+          this.acc += i + 1
+          wants.push(`${this.acc}\n`)
+          ps.push(k.runCode(`acc += ${i + 1}\nprint(acc)`))
+        }
+        const rs = await Promise.allSettled(ps)
+        kstats.cells += m - 1
+        const bad = rs.findIndex((x, i) => x.status !== 'fulfilled' || x.value.stdout !== wants[i] || x.value.exitCode !== 0)
+        return bad < 0 ? null : `burst cell ${bad}/${m}: ${rs[bad].status === 'fulfilled' ? cellOut(rs[bad].value) : why(rs[bad].reason)}`
+      }
+      case 'interrupt': {
+        // obeyed: KeyboardInterrupt ends the cell, the kernel and its state stay
+        const ac = new AbortController()
+        const custom = rnd(2) === 0
+        const reason = custom ? new Error('soak-stop') : undefined
+        const got = await k.runCode('import time\nprint("z", flush=True)\ntime.sleep(30)', { signal: ac.signal, onStdout: () => ac.abort(reason) }).then(
+          (r) => `an aborted cell resolved: ${cellOut(r)}`,
+          (e) => ((custom ? e === reason : e.name === 'AbortError') ? null : `rejected with ${why(e)}`),
+        )
+        return got || (k.alive ? null : 'the kernel died of an obeyed interrupt')
+      }
+      case 'preabort': {
+        const ac = new AbortController()
+        ac.abort()
+        const got = await k.runCode(`acc += 1`, { signal: ac.signal }).then(
+          (r) => `a pre-aborted cell ran: ${cellOut(r)}`,
+          (e) => (e.name === 'AbortError' ? null : `rejected with ${why(e)}`),
+        )
+        return got || (k.alive ? null : 'a pre-aborted cell ended the kernel')
+      }
+      case 'deaf': {
+        // ignored: the kernel is torn down after the grace
+        const ac = new AbortController()
+        const got = await k
+          .runCode('import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nprint("deaf", flush=True)\nwhile True:\n    time.sleep(0.05)', {
+            signal: ac.signal,
+            onStdout: () => ac.abort(),
+          })
+          .then(
+            (r) => `a deaf aborted cell resolved: ${cellOut(r)}`,
+            (e) => (e.name === 'AbortError' ? null : `rejected with ${why(e)}`),
+          )
+        return got || (await this.replaced())
+      }
+      case 'timeout': {
+        const r = await k.runCode('print("spin", flush=True)\nwhile True:\n    pass', { timeoutS: 0.3 })
+        return r.fault && r.fault.type === 'timeout' && r.stdout === 'spin\n' ? await this.replaced() : cellOut(r)
+      }
+      case 'cap': {
+        const r = await k.runCode(`print("c" * ${MAX_OUT + 1000 + rnd(50_000)})`)
+        return r.fault && r.fault.type === 'killed' && /cap/.test(r.fault.message) ? await this.replaced() : cellOut(r)
+      }
+      case 'die': {
+        const code = 3 + rnd(100)
+        const r = await k.runCode(`import os\nos._exit(${code})`)
+        return r.fault && r.fault.type === 'killed' && r.fault.message.includes(`exit code ${code}`) ? await this.replaced() : cellOut(r)
+      }
+      case 'reopen': {
+        await k.close()
+        kstats.closed++
+        if (k.alive) return 'alive after close()'
+        return this.open()
+      }
+      case 'closeQueued': {
+        // close() with a cell running and two queued: all three reject, none hangs
+        const ps = [k.runCode('import time\nprint("long", flush=True)\ntime.sleep(30)', { onStdout: () => k.close() }), k.runCode('acc'), k.runCode('acc')]
+        const rs = await Promise.allSettled(ps)
+        kstats.cells += 2
+        const bad = rs.find((x) => x.status !== 'rejected' || x.reason.name !== 'SandboxError')
+        kstats.closed++
+        if (bad) return `close() with cells queued: ${bad.status === 'fulfilled' ? cellOut(bad.value) : why(bad.reason)}`
+        return this.open()
+      }
+    }
+    return `unknown cell kind ${kind}`
+  }
+}
+
+/** Cells on KERNELS_AT_ONCE warm kernels at once, each kernel's cells in sequence. */
+async function kernelPhase(session, cells, deadline, phase = 'kernel') {
+  let left = cells
+  const one = async (sk) => {
+    const p = await sk.open()
+    if (p) problems.push(`${phase} open: ${p}`)
+    while (left > 0 && Date.now() < deadline) {
+      left--
+      kstats.cells++
+      const kind = nextCell()
+      const started = Date.now()
+      let timer
+      const guard = new Promise((resolve) => {
+        timer = setTimeout(() => resolve({ hung: true }), 90_000)
+      })
+      const outcome = await Promise.race([sk.run(kind).then((problem) => ({ problem }), (e) => ({ problem: `threw ${why(e)}` })), guard])
+      clearTimeout(timer)
+      if (outcome.hung) hungCalls++
+      const problem = outcome.hung ? 'did not settle' : outcome.problem
+      const t = (tally[`${phase}:${kind}`] ??= { n: 0, bad: 0, ms: 0 })
+      t.n++
+      t.ms += Date.now() - started
+      if (problem) {
+        t.bad++
+        problems.push(`${phase} ${kind}: ${problem}`)
+        // a kernel in an unknown state: start over on a fresh one
+        await sk.k.close()
+        kstats.closed++
+        const again = await sk.open()
+        if (again) problems.push(`${phase} reopen: ${again}`)
+      }
+      if (args.verbose) console.log(`  ${phase} ${kind.padEnd(11)} ${problem ? 'BAD ' + problem : 'ok'} (${Date.now() - started} ms)`)
+    }
+    await sk.k.close()
+    kstats.closed++
+  }
+  await Promise.all(Array.from({ length: KERNELS_AT_ONCE }, () => one(new SoakKernel(session))))
+  return cells - left
+}
+
 // ---------------------------------------------------------------------------------------------
 // main
 
@@ -548,13 +761,29 @@ async function warmUp() {
   await s.close()
   await oneShot('warm-up')
   await oneShot('warm-up')
+  // every kind of kernel cell, so the kernel machinery's lazily created state exists too
+  const ks = await new Sandbox({ maxOutputBytes: MAX_OUT }).open()
+  for (const [kind] of CELL_MIX) {
+    const sk = new SoakKernel(ks)
+    await sk.open()
+    const p = await sk.run(kind).catch((e) => `threw ${why(e)}`)
+    if (p) problems.push(`warm-up kernel ${kind}: ${p}`)
+    await sk.k.close()
+  }
+  await kernelPhase(ks, 60, Date.now() + 60_000, 'warm-up')
+  // V8's young generation and the allocator grow with the rate of cells and settle after a few
+  // thousand (measured: +11 MiB, flat from ~6,000 cells on); the baseline comes after that.
+  const warm = await ks.kernel()
+  for (let i = 0; i < Math.min(args.cells, 6000); i++) await warm.runCode(`w = ${i}\nprint(w)`)
+  await warm.close()
+  await ks.close()
 }
 
 async function main() {
   const t0 = Date.now()
   const deadline = t0 + args.minutes * 60_000
   console.log(`kern-sandbox soak: ${KERN_KIND} (${KERN}), pid ${process.pid}, marker ${MARKER}`)
-  console.log(`plan: ${args.seq} sequential + ${args.conc} concurrent calls, cap ${args.minutes} min, node ${process.version}, ${os.cpus().length} CPUs`)
+  console.log(`plan: ${args.seq} sequential + ${args.conc} concurrent calls + ${args.cells} kernel cell workloads, cap ${args.minutes} min, node ${process.version}, ${os.cpus().length} CPUs`)
 
   // warm-up, then the baseline
   await warmUp()
@@ -598,6 +827,14 @@ async function main() {
   }
   const concMs = Date.now() - tConc
 
+  // warm kernels
+  const tCells = Date.now()
+  const kernelSession = await new Sandbox({ maxOutputBytes: MAX_OUT }).open()
+  const kstart = { ...kstats }
+  const cellsDone = args.cells > 0 && Date.now() <= deadline ? await kernelPhase(kernelSession, args.cells, deadline) : 0
+  await kernelSession.close()
+  const cellsMs = Date.now() - tCells
+
   // a session closed while calls are still running (close() must stop them)
   const closer = await new Sandbox({ maxOutputBytes: MAX_OUT }).open()
   const running = Array.from({ length: 6 }, () => closer.run(sh(`python3 -c 'import time; time.sleep(30)' ${MARKER} & sleep 30`), { timeoutS: 60 }).then(
@@ -627,7 +864,8 @@ async function main() {
   // ---- report
   console.log('')
   console.log(`calls: ${seqDone}/${args.seq} sequential in ${(seqMs / 1000).toFixed(1)} s, ${concDone}/${args.conc} concurrent in ${(concMs / 1000).toFixed(1)} s; total ${(totalMs / 1000).toFixed(1)} s`)
-  if (seqDone < args.seq || concDone < args.conc) console.log(`WARNING: the ${args.minutes} min cap stopped the run early`)
+  console.log(`kernel cells: ${cellsDone}/${args.cells} workloads (${kstats.cells - kstart.cells} cells) on ${KERNELS_AT_ONCE} kernels at once in ${(cellsMs / 1000).toFixed(1)} s; ${kstats.opened - kstart.opened} kernels opened, ${kstats.closed - kstart.closed} closed or torn down`)
+  if (seqDone < args.seq || concDone < args.conc || cellsDone < args.cells) console.log(`WARNING: the ${args.minutes} min cap stopped the run early`)
   const rows = Object.entries(tally).sort(([a], [b]) => a.localeCompare(b))
   for (const [k, v] of rows) console.log(`  ${k.padEnd(22)} ${String(v.n).padStart(5)} calls, ${String(v.bad).padStart(3)} unexpected, mean ${(v.ms / Math.max(1, v.n)).toFixed(0)} ms`)
   console.log(`  callbacks: ${counters.stdoutBytes} stdout bytes and ${counters.stderrBytes} stderr bytes streamed, ${counters.callbackThrows} throwing-callback calls, ${counters.perCallChunks} per-call chunks`)
@@ -687,9 +925,10 @@ async function main() {
         {
           kern: KERN_KIND,
           kernBin: KERN,
-          plan: { seq: args.seq, conc: args.conc, minutes: args.minutes },
-          done: { seq: seqDone, conc: concDone },
-          ms: { seq: seqMs, conc: concMs, total: totalMs },
+          plan: { seq: args.seq, conc: args.conc, cells: args.cells, minutes: args.minutes },
+          done: { seq: seqDone, conc: concDone, cells: cellsDone },
+          kernels: { opened: kstats.opened - kstart.opened, closed: kstats.closed - kstart.closed, cells: kstats.cells - kstart.cells },
+          ms: { seq: seqMs, conc: concMs, cells: cellsMs, total: totalMs },
           tally,
           counters,
           figures: {

@@ -105,7 +105,7 @@ const ok = (r) => r && r.exitCode === 0 && r.fault == null
  * unique) and the env file (ours lives in its private dir) are swapped; the env file is written
  * once, outside the timed calls. */
 let bareEnvFile = null
-function bareCall(tpl) {
+function bareArgs(tpl) {
   const name = `jssbx-${crypto.randomBytes(6).toString('hex')}`
   const args = tpl.argv.slice()
   args[1] = name
@@ -117,6 +117,11 @@ function bareCall(tpl) {
     }
     args[envAt + 1] = bareEnvFile
   }
+  return args
+}
+
+function bareCall(tpl) {
+  const args = bareArgs(tpl)
   return new Promise((resolve) => {
     const child = spawn(tpl.kern, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
     const out = []
@@ -132,12 +137,101 @@ function bareCall(tpl) {
   })
 }
 
+/** The floor under a warm kernel: a resident python3 in a bare box (the argv our binding builds,
+ * its command swapped for this loop), one length-prefixed frame each way per cell (kind byte, u32
+ * LE length, payload, as our driver's protocol), execing the cell with print() framed straight
+ * onto the pipe. No capture, no tail expression, no interrupts, no output cap: only the pipes,
+ * the box and the interpreter. */
+const FLOOR_PY = `
+import os, struct, sys
+H = struct.Struct("<BI")
+inp, out = os.dup(0), os.dup(1)
+class W:
+    def write(self, s):
+        b = s.encode()
+        os.write(out, H.pack(111, len(b)) + b) if len(b) < 65536 else os.writev(out, [H.pack(111, len(b)), b])
+        return len(s)
+    def flush(self):
+        pass
+sys.stdout = W()
+buf = bytearray()
+def take(n):
+    while len(buf) < n:
+        c = os.read(inp, 1 << 16)
+        if not c:
+            sys.exit(0)
+        buf.extend(c)
+    v = bytes(buf[:n])
+    del buf[:n]
+    return v
+ns = {"__name__": "__main__"}
+os.write(out, H.pack(82, 0))
+while True:
+    _, n = H.unpack(take(5))
+    exec(compile(take(n).decode(), "<cell>", "exec"), ns)
+    os.write(out, H.pack(100, 1) + b"0")
+`
+
+/** A framed ping-pong with a resident interpreter, Node streams on this side. */
+function pipeFloor(tpl) {
+  const args = bareArgs(tpl)
+  const dash = args.indexOf('--')
+  const t = args.indexOf('--timeout')
+  if (t >= 0 && t < dash) args[t + 1] = '3600'
+  args.splice(dash + 1, args.length, 'python3', '-c', FLOOR_PY)
+  const child = spawn(tpl.kern, args, { detached: true, stdio: ['pipe', 'pipe', 'ignore'] })
+  let pending = Buffer.alloc(0)
+  let waiter = null
+  let out = []
+  child.stdout.on('data', (c) => {
+    pending = pending.length ? Buffer.concat([pending, c]) : c
+    while (pending.length >= 5) {
+      const n = pending.readUInt32LE(1)
+      if (pending.length < 5 + n) break
+      const kind = pending[0]
+      const body = pending.subarray(5, 5 + n)
+      pending = pending.subarray(5 + n)
+      if (kind === 111) out.push(body)
+      else if (waiter) {
+        const w = waiter
+        waiter = null
+        const stdout = Buffer.concat(out).toString('utf8')
+        out = []
+        w({ exitCode: Number(body.toString()) || 0, fault: null, stdout })
+      }
+    }
+  })
+  const next = () => new Promise((resolve) => (waiter = resolve))
+  return {
+    ready: next(),
+    runCode(code) {
+      const src = Buffer.from(code)
+      const head = Buffer.alloc(5)
+      head[0] = 99
+      head.writeUInt32LE(src.length, 1)
+      child.stdin.write(Buffer.concat([head, src]))
+      return next()
+    },
+    close() {
+      child.stdin.end()
+      return new Promise((resolve) => child.on('close', resolve))
+    },
+  }
+}
+
 const modes = {
   /** Warm-kernel cells: per-cell round trip (ms) for each of spec.cells, one kernel. */
   async kernel() {
-    const s = await openSandbox()
-    // 0.1.23 takes no options; a language only for ours.
-    const k = await (spec.language ? s.kernel({ language: spec.language }) : s.kernel())
+    let s = null
+    let k
+    if (spec.impl === 'floor') {
+      k = pipeFloor(spec.bare)
+      await k.ready
+    } else {
+      s = await openSandbox()
+      // 0.1.23 takes no options; a language only for ours.
+      k = await (spec.language ? s.kernel({ language: spec.language }) : s.kernel())
+    }
     const out = {}
     const cpu0 = process.cpuUsage()
     let calls = 0
@@ -164,7 +258,7 @@ const modes = {
     const t = now()
     await k.close()
     const closeMs = now() - t
-    await s.close()
+    if (s) await s.close()
     return { cells: out, closeMs, cpuMsPerCall: (cpu.user + cpu.system) / 1000 / calls }
   },
 

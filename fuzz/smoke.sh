@@ -4,7 +4,8 @@
 # over-budget allocation or hang. Needs only stable Rust: RUSTC_BOOTSTRAP=1 unlocks the nightly
 # flags cargo-fuzz passes (-Zsanitizer=address). Installs cargo-fuzz if it is missing.
 #
-#   bash fuzz/smoke.sh                 # all targets, 60 s each
+#   bash fuzz/smoke.sh                 # all targets (restore, restore_tar, paths twice,
+#                                      # kernel_frames, result_lines), 60 s each
 #   FUZZ_SECONDS=600 bash fuzz/smoke.sh restore_tar
 #
 # The committed corpus is never modified: each run fuzzes a scratch copy. A crashing input is
@@ -19,6 +20,8 @@ ALL=(
   "restore_tar  restore_tar  restore.dict -"
   "paths        paths        paths.dict   -"
   "paths_fallback paths      paths.dict   KERN_SANDBOX_NO_OPENAT2=1"
+  "kernel_frames kernel_frames kernel_frames.dict -"
+  "result_lines result_lines result_lines.dict -"
 )
 WANT=("$@")
 

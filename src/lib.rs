@@ -13,6 +13,9 @@ mod workspace;
 
 pub use workspace::snapshot::{restore as restore_archive, snapshot as snapshot_archive};
 pub use workspace::Workspace;
+// For fuzz/: what the host decodes of a kernel box's bytes.
+pub use kernel::protocol::{FrameReader, ReadError as FrameReadError, HEADER as FRAME_HEADER};
+pub use kernel::rich::{error_line as error_result_line, lines as result_lines};
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};

@@ -14,6 +14,8 @@
 //! targets check every byte read and every directory opened. A counting allocator measures the
 //! peak heap of each call so "bounded memory" is an assertion, not a hope.
 
+pub mod kernel;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeMap;
 use std::ffi::CString;

@@ -58,7 +58,8 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             return Err(ReadError::Oversize(len));
         }
         if have.len() < HEADER + len {
-            self.buf.reserve(HEADER + len - have.len());
+            // Exact: the buffer holds at most one frame's bytes plus one read, never double.
+            self.buf.reserve_exact(HEADER + len - have.len());
             return Ok(None);
         }
         let frame = (have[0], have[HEADER..HEADER + len].to_vec());
@@ -81,7 +82,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 self.start = 0;
             }
             if self.buf.capacity() - self.buf.len() < 16 * 1024 {
-                self.buf.reserve(64 * 1024);
+                self.buf.reserve_exact(64 * 1024);
             }
             match self.src.read_buf(&mut self.buf).await {
                 Ok(0) => return Ok(None),

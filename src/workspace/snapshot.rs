@@ -135,24 +135,79 @@ fn write_archive(
 /// Compression unit: each chunk is deflated on its own and sync-flushed, so chunks can be
 /// compressed in parallel and still concatenate into one ordinary gzip member (as pigz does).
 const CHUNK: usize = 1 << 20;
-/// zlib-rs's level 1 is a single-probe matcher with fixed Huffman codes: text came out ~35% larger
-/// than 0.1.1's archives (Node's zlib at level 1). Its level 2 is zlib's fast matcher, as small as
-/// those at 2/3 of level 1's speed, which the cores working in parallel more than make up.
+/// zlib-rs's level 1 is a single-probe matcher with fixed Huffman codes; level 2 is zlib's fast
+/// matcher. Measured on the benchmark's workspace (200 MiB, half random, half CSV): level 1's
+/// archive is 1.08x 0.1.1's for 0.7x level 2's CPU, level 2's 1.00x, level 3's 0.99x for 1.5x
+/// the CPU. Level 2 is the fastest within the 1.05x size target.
 const LEVEL: u32 = 2;
 /// More threads than this buy nothing: writing the archive and reading the files are serial.
 const MAX_WORKERS: usize = 8;
+/// Chunks handed to the compressors and not yet written, per worker: one being compressed and one
+/// waiting, as reading a chunk takes a fraction of compressing it; a bound on memory (about
+/// 2 x 1 MiB per chunk in flight: 8 MiB on 2 cores, 32 MiB at the 8-thread cap).
+const IN_FLIGHT_PER_WORKER: usize = 2;
 
-/// A gzip writer tuned for checkpoints: chunks compressed on every core, and chunks that do not
-/// compress (media, archives, random data) stored as they are instead of being made larger at
-/// great cost. Output is a single standard gzip member.
+/// A gzip writer tuned for checkpoints: chunks compressed on every core while this thread goes on
+/// reading the files, and chunks that do not compress (media, archives, random data) stored as
+/// they are instead of being made larger at great cost. Output is a single standard gzip member.
 struct ChunkedGz<W: Write> {
     out: W,
-    /// Full chunks waiting to be compressed together, and the partial one being filled.
-    ready: Vec<Vec<u8>>,
+    /// The chunk being filled.
     filling: Vec<u8>,
     crc: Crc,
-    /// Threads (this one included) that compress a batch of `workers` chunks.
-    workers: usize,
+    pool: Compressors,
+    /// Compressed chunks that came back ahead of their turn.
+    early: std::collections::BTreeMap<u64, Vec<u8>>,
+    sent: u64,
+    written: u64,
+    max_in_flight: u64,
+}
+
+/// The compression threads: numbered chunks in, compressed chunks out in any order. Dropping it
+/// (an archive that failed half-way) lets the threads finish what they hold and joins them.
+struct Compressors {
+    work: Option<mpsc::SyncSender<(u64, Vec<u8>, bool)>>,
+    done: mpsc::Receiver<(u64, io::Result<Vec<u8>>)>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Compressors {
+    fn start(workers: usize, queue: usize) -> io::Result<Compressors> {
+        let (work, todo) = mpsc::sync_channel::<(u64, Vec<u8>, bool)>(queue);
+        let todo = std::sync::Arc::new(std::sync::Mutex::new(todo));
+        let (done_tx, done) = mpsc::channel();
+        let mut pool = Compressors {
+            work: Some(work),
+            done,
+            threads: Vec::with_capacity(workers),
+        };
+        for _ in 0..workers {
+            let (todo, done_tx) = (todo.clone(), done_tx.clone());
+            let t = std::thread::Builder::new()
+                .name("kern-snapshot-gz".into())
+                .spawn(move || loop {
+                    let next = todo.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                    let Ok((seq, chunk, last)) = next else { return };
+                    // Every chunk taken is answered, or the writer would wait for it forever.
+                    let out = std::panic::catch_unwind(|| deflate(&chunk, last))
+                        .unwrap_or_else(|_| Err(io::Error::other("compression panicked")));
+                    if done_tx.send((seq, out)).is_err() {
+                        return;
+                    }
+                })?;
+            pool.threads.push(t);
+        }
+        Ok(pool)
+    }
+}
+
+impl Drop for Compressors {
+    fn drop(&mut self) {
+        self.work = None;
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
 }
 
 impl<W: Write> ChunkedGz<W> {
@@ -164,52 +219,65 @@ impl<W: Write> ChunkedGz<W> {
     fn with_workers(mut out: W, workers: usize) -> io::Result<Self> {
         // Header: no name, no mtime, no level flag (as zlib writes it for level 2), unknown OS.
         out.write_all(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff])?;
+        let workers = workers.max(1);
+        let max_in_flight = workers * IN_FLIGHT_PER_WORKER;
         Ok(ChunkedGz {
             out,
-            ready: Vec::new(),
             filling: Vec::with_capacity(CHUNK),
             crc: Crc::new(),
-            workers: workers.max(1),
+            pool: Compressors::start(workers, max_in_flight)?,
+            early: Default::default(),
+            sent: 0,
+            written: 0,
+            max_in_flight: max_in_flight as u64,
         })
     }
 
-    /// Compresses and writes the ready chunks, in order; `last` closes the deflate stream.
-    fn drain(&mut self, last: bool) -> io::Result<()> {
-        let chunks = std::mem::take(&mut self.ready);
-        let per = chunks.len().div_ceil(self.workers).max(1);
-        let outputs: Vec<io::Result<Vec<u8>>> = if chunks.len() > 1 && self.workers > 1 {
-            std::thread::scope(|s| {
-                let groups: Vec<&[Vec<u8>]> = chunks.chunks(per).collect();
-                let (mine, others) = groups.split_last().expect("two chunks or more");
-                let others: Vec<_> = others
-                    .iter()
-                    .copied()
-                    .map(|g| s.spawn(move || deflate_chunks(g, false)))
-                    .collect();
-                let mine = deflate_chunks(mine, last);
-                let mut all = Vec::with_capacity(chunks.len());
-                for t in others {
-                    all.extend(t.join().unwrap_or_else(|_| {
-                        vec![Err(io::Error::other("compression thread panicked"))]
-                    }));
-                }
-                all.extend(mine);
-                all
-            })
-        } else {
-            deflate_chunks(&chunks, last)
-        };
-        for (c, o) in chunks.iter().zip(outputs) {
-            self.crc.update(c);
-            self.out.write_all(&o?)?;
+    /// Hands a chunk to the compressors, first writing what is due while at the bound.
+    fn send(&mut self, chunk: Vec<u8>, last: bool) -> io::Result<()> {
+        self.crc.update(&chunk);
+        while self.sent - self.written >= self.max_in_flight {
+            self.write_next(true)?;
         }
+        let gone = || io::Error::other("the compression threads stopped");
+        let work = self.pool.work.as_ref().ok_or_else(gone)?;
+        work.send((self.sent, chunk, last)).map_err(|_| gone())?;
+        self.sent += 1;
+        // Whatever is back goes out now, so the file grows while the workers compress.
+        while self.write_next(false)? {}
         Ok(())
+    }
+
+    /// Writes the next chunk in order if it is back (or, with `wait`, once it is); false when
+    /// there was none to write.
+    fn write_next(&mut self, wait: bool) -> io::Result<bool> {
+        loop {
+            if let Some(c) = self.early.remove(&self.written) {
+                self.out.write_all(&c)?;
+                self.written += 1;
+                return Ok(true);
+            }
+            if self.written == self.sent {
+                return Ok(false);
+            }
+            let got = if wait {
+                self.pool.done.recv().ok()
+            } else {
+                match self.pool.done.try_recv() {
+                    Ok(g) => Some(g),
+                    Err(mpsc::TryRecvError::Empty) => return Ok(false),
+                    Err(mpsc::TryRecvError::Disconnected) => None,
+                }
+            };
+            let (seq, c) = got.ok_or_else(|| io::Error::other("a compression thread died"))?;
+            self.early.insert(seq, c?);
+        }
     }
 
     fn finish(mut self) -> io::Result<W> {
         let tail = std::mem::take(&mut self.filling);
-        self.ready.push(tail); // possibly empty: it still carries the final block
-        self.drain(true)?;
+        self.send(tail, true)?; // possibly empty: it still carries the final block
+        while self.write_next(true)? {}
         self.out.write_all(&self.crc.sum().to_le_bytes())?;
         self.out.write_all(&self.crc.amount().to_le_bytes())?;
         Ok(self.out)
@@ -222,10 +290,7 @@ impl<W: Write> Write for ChunkedGz<W> {
         self.filling.extend_from_slice(&buf[..n]);
         if self.filling.len() == CHUNK {
             let full = std::mem::replace(&mut self.filling, Vec::with_capacity(CHUNK));
-            self.ready.push(full);
-            if self.ready.len() >= self.workers {
-                self.drain(false)?;
-            }
+            self.send(full, false)?;
         }
         Ok(n)
     }
@@ -233,15 +298,6 @@ impl<W: Write> Write for ChunkedGz<W> {
     fn flush(&mut self) -> io::Result<()> {
         self.out.flush()
     }
-}
-
-fn deflate_chunks(chunks: &[Vec<u8>], last: bool) -> Vec<io::Result<Vec<u8>>> {
-    let k = chunks.len();
-    chunks
-        .iter()
-        .enumerate()
-        .map(|(i, c)| deflate(c, last && i + 1 == k))
-        .collect()
 }
 
 /// Raw deflate of one chunk: stored if a sample shows it does not compress, else [`LEVEL`].

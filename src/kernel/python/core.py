@@ -54,11 +54,11 @@ def _split_tail(src, filename):
         pad = "\n" * k
         tail = pad + "".join(lines[k:])
         try:
-            body = compile("".join(lines[:k]), filename, "exec")
+            body = compile("".join(lines[:k]), filename, "exec") if k else _EMPTY
         except SyntaxError:
             continue
         word = lines[k].split(None, 1)[0].split("(", 1)[0].rstrip(":")
-        if word[:1] != "@" and word not in _STATEMENT_WORDS:
+        if word[:1] != "@" and word not in _STATEMENT_WORDS and not (_assigns and _assigns(line)):
             try:
                 return body, compile(tail, filename, "eval")
             except SyntaxError:
@@ -77,6 +77,15 @@ _STATEMENT_WORDS = frozenset(
     "import from def class if elif else for while with try except finally return del pass raise"
     " global nonlocal assert break continue async".split()
 )
+
+
+_EMPTY = compile("", "<cell>", "exec")
+
+
+# The warm kernel's test for lines that are plainly assignments (kernel.py): a failed eval attempt
+# costs a SyntaxError, most of a small cell's compile time. The one-shot runner goes without: it
+# compiles this file on every call, and the test would cost it more than it saves.
+_assigns = None
 
 
 def _split_tail_ast(src, filename):

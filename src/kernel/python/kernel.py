@@ -127,6 +127,25 @@ def _after_fork_child():
 os.register_at_fork(after_in_child=_after_fork_child)
 
 
+def _assigns(line):
+    """True for `name = …`, `a.b += …`, `a[i] = …`: an assignment, never an expression. False
+    when unsure (`a, b = …`, `x: int = …`, `==`, `<=`): the eval attempt then decides."""
+    i = line.find("=")
+    if i <= 0 or line[i + 1:i + 2] == "=":
+        return False
+    target = line[:i].rstrip()
+    if target[-2:] in ("<<", ">>", "**", "//"):
+        target = target[:-2]
+    elif target[-1:] in ("<", ">", "!"):
+        return False
+    elif target[-1:] and target[-1] in "+-*/%&|^@":
+        target = target[:-1]
+    target = target.rstrip()
+    if target.endswith("]"):
+        target = target[:target.find("[")] if "[" in target else ""
+    return target.replace(".", "").isidentifier()
+
+
 _inbuf = bytearray()
 
 
