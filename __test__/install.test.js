@@ -14,7 +14,7 @@ const path = require('node:path')
 const cp = require('node:child_process')
 const { repo, pkg, targets, hostTarget } = require('../scripts/targets.js')
 const { pack } = require('../scripts/pack.js')
-const { offlineRoot } = require('./offline-npm.js')
+const { offlineRoot, dependencyTarballs } = require('./offline-npm.js')
 
 const host = hostTarget()
 const kernBin = process.env.KERN_BIN || path.join(repo, 'target', 'release', 'kern-standin')
@@ -27,25 +27,28 @@ const skip = !host
 const { root, npm, node, emptyProject } = offlineRoot('kern-install-')
 
 let packed
+let deps
 let project
 
 test('pack: the main package and this host\'s platform package', { skip }, () => {
   packed = pack({ artifacts: repo, out: path.join(root, 'tarballs'), targets: [host] })
   const manifest = JSON.parse(cp.execFileSync('tar', ['-xzOf', packed.main.file, 'package/package.json'], { encoding: 'utf8' }))
   assert.deepEqual(manifest.optionalDependencies, Object.fromEntries(targets.map((t) => [t.packageName, pkg.version])))
-  assert.ok(!manifest.dependencies || Object.keys(manifest.dependencies).length === 0)
+  assert.deepEqual(manifest.dependencies, pkg.dependencies)
   assert.ok(packed.main.files.includes('binding.js'))
   assert.ok(!packed.main.files.some((f) => f.endsWith('.node')))
   assert.deepEqual(packed.platforms[0].files.sort(), ['README.md', host.nodeFile, 'package.json'].sort())
 })
 
-test('npm install --offline from the two tarballs: nothing else fetched, the right binary in place', { skip }, () => {
+test('npm install --offline from the tarballs (ours and our two dependencies): nothing else fetched, the right binary in place', { skip }, () => {
   project = emptyProject('consumer')
-  npm(['install', packed.main.file, packed.platforms[0].file], project)
+  deps = dependencyTarballs(path.join(root, 'tarballs'))
+  npm(['install', packed.main.file, packed.platforms[0].file, ...deps.map((d) => d.file)], project)
+  const names = [pkg.name, host.packageName, ...deps.map((d) => d.name)].sort()
   const installed = fs.readdirSync(path.join(project, 'node_modules')).filter((n) => !n.startsWith('.'))
-  assert.deepEqual(installed.sort(), [pkg.name, host.packageName].sort(), 'the install pulled in something else')
+  assert.deepEqual(installed.sort(), names, 'the install pulled in something else')
   const lock = JSON.parse(fs.readFileSync(path.join(project, 'package-lock.json'), 'utf8'))
-  assert.deepEqual(Object.keys(lock.packages).filter(Boolean).sort(), [`node_modules/${pkg.name}`, `node_modules/${host.packageName}`].sort())
+  assert.deepEqual(Object.keys(lock.packages).filter(Boolean).sort(), names.map((n) => `node_modules/${n}`))
   assert.ok(fs.existsSync(path.join(project, 'node_modules', host.packageName, host.nodeFile)))
   assert.ok(!fs.existsSync(path.join(project, 'node_modules', pkg.name, host.nodeFile)), 'the main package carries a binary')
 })
@@ -56,8 +59,9 @@ test('require, ESM import and runCode work from the installed package', { skip }
     path.join(project, 'cjs.js'),
     `const kern = require('kern-sandbox')
 const resolved = require.resolve('kern-sandbox')
-kern.runCode('print(sum(range(100)))', { timeoutS: 60 }).then((r) => {
-  console.log(JSON.stringify({ resolved, version: kern.version, stdout: r.stdout, success: r.success, fault: r.fault }))
+kern.runCode('print(sum(range(100)))', { timeoutS: 60 }).then(async (r) => {
+  const js = await kern.runCode('const xs: number[] = [1, 2, 3]; xs.map((x) => x * 2)', { language: 'typescript', timeoutS: 60 })
+  console.log(JSON.stringify({ resolved, version: kern.version, stdout: r.stdout, success: r.success, fault: r.fault, ts: js.results.map((x) => x.text) }))
 })`,
   )
   fs.writeFileSync(
@@ -71,6 +75,7 @@ console.log(JSON.stringify({ resolved: import.meta.resolve('kern-sandbox'), same
   const c = JSON.parse(cjs.stdout)
   assert.equal(c.resolved, path.join(project, 'node_modules', pkg.name, 'index.js'))
   assert.deepEqual([c.version, c.stdout, c.success, c.fault], [pkg.version, '4950\n', true, null])
+  assert.deepEqual(c.ts, ['[ 2, 4, 6 ]'], 'a TypeScript cell runs through the installed dependencies')
   const esm = node(['esm.mjs'], project, { KERN_BIN: kernBin })
   assert.equal(esm.status, 0, esm.stderr)
   const e = JSON.parse(esm.stdout)
@@ -119,7 +124,7 @@ export const ok: boolean = r.success && kern.version.length > 0
 
 test('installed without the platform package (--omit=optional): require fails with the loader\'s message', { skip }, () => {
   const bare = emptyProject('bare')
-  npm(['install', '--omit=optional', packed.main.file], bare)
+  npm(['install', '--omit=optional', packed.main.file, ...deps.map((d) => d.file)], bare)
   assert.ok(!fs.existsSync(path.join(bare, 'node_modules', host.packageName)))
   const r = node(['-e', "require('kern-sandbox')"], bare)
   assert.notEqual(r.status, 0)

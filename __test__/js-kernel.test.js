@@ -317,7 +317,7 @@ test('sandbox.close() closes JavaScript kernels and their boxes', async () => {
   assert.ok(tmpDir)
 })
 
-test('without the optional peers (acorn, amaro) a JavaScript kernel or cell is refused, saying what to install', async () => {
+test('an install missing acorn and amaro refuses a JavaScript kernel or cell, saying what to install; Python still runs', async () => {
   const repo = path.join(__dirname, '..')
   const pkg = path.join(tmpDir('kst-nopeers-'), 'kern-sandbox')
   fs.mkdirSync(pkg)

@@ -43,4 +43,19 @@ function offlineRoot(prefix) {
   return { root, npm, node, emptyProject }
 }
 
-module.exports = { offlineRoot }
+/** Tarballs of the library's runtime dependencies (acorn, amaro), packed from the checkout's
+ * node_modules into `out`: an offline install takes them beside the library's own tarballs. */
+function dependencyTarballs(out) {
+  const repo = path.join(__dirname, '..')
+  const deps = Object.keys(require(path.join(repo, 'package.json')).dependencies || {})
+  return deps.map((name) => {
+    const r = cp.spawnSync('npm', ['pack', path.join(repo, 'node_modules', name), '--ignore-scripts', '--pack-destination', out, '--json', '--loglevel', 'warn'], {
+      encoding: 'utf8',
+      timeout: 120_000,
+    })
+    assert.equal(r.status, 0, `npm pack ${name} failed:\n${r.stderr}`)
+    return { name, file: path.join(out, JSON.parse(r.stdout)[0].filename) }
+  })
+}
+
+module.exports = { offlineRoot, dependencyTarballs }

@@ -11,19 +11,20 @@
 
 const { SandboxError } = require('./errors.js')
 
-// Optional peer dependencies, loaded on the first JavaScript/TypeScript kernel or cell: an install
-// for Python alone neither fetches nor loads them.
+// Dependencies of the package, loaded on the first JavaScript/TypeScript kernel or cell, so Python
+// alone never pays for loading them (amaro's WebAssembly takes a while).
 let acorn = null
 let amaro = null
 
-function peer(name, what) {
+function dependency(name, what) {
   try {
     return require(name)
   } catch (e) {
+    // Only an install that left them out (--omit, a pruned bundle) gets here.
     if (e && e.code === 'MODULE_NOT_FOUND') {
       throw new SandboxError(
-        `${what} cells are prepared on the host with the \`${name}\` package, which is not installed: ` +
-          '`npm install acorn amaro` next to kern-sandbox',
+        `${what} cells are prepared on the host with the \`${name}\` package, a dependency of ` +
+          'kern-sandbox that is missing from this install: `npm install acorn amaro` next to kern-sandbox',
       )
     }
     throw e
@@ -33,8 +34,8 @@ function peer(name, what) {
 /** Loads what preparing a cell needs, so a missing package fails kernel() rather than a cell; the
  * type stripper's WebAssembly also takes a while to load. */
 function warm(typescript) {
-  acorn ??= peer('acorn', 'JavaScript and TypeScript')
-  if (typescript) amaro ??= peer('amaro', 'TypeScript')
+  acorn ??= dependency('acorn', 'JavaScript and TypeScript')
+  if (typescript) amaro ??= dependency('amaro', 'TypeScript')
 }
 
 const PARSE = {

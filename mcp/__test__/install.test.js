@@ -11,7 +11,7 @@ const path = require('node:path')
 const cp = require('node:child_process')
 const { repo, pkg, hostTarget } = require('../../scripts/targets.js')
 const { pack } = require('../../scripts/pack.js')
-const { offlineRoot } = require('../../__test__/offline-npm.js')
+const { offlineRoot, dependencyTarballs } = require('../../__test__/offline-npm.js')
 const { connect, textOf, run, pkgDir, helpers } = require('./client.js')
 
 const mcpPkg = require('../package.json')
@@ -48,7 +48,8 @@ test('installed offline from the tarballs, npx kern-sandbox-mcp serves a real MC
     verbatimSymlinks: true,
     filter: (p) => p !== path.join(src, 'kern-sandbox') && p !== path.join(src, '.package-lock.json'),
   })
-  npm(['install', packed.main.file, packed.platforms[0].file, path.join(out, mcpTgz.filename)], project)
+  const deps = dependencyTarballs(out).map((d) => d.file)
+  npm(['install', packed.main.file, packed.platforms[0].file, ...deps, path.join(out, mcpTgz.filename)], project)
   const lib = path.join(project, 'node_modules', 'kern-sandbox')
   assert.ok(!fs.lstatSync(lib).isSymbolicLink(), 'kern-sandbox came from its tarball')
   assert.equal(require(path.join(lib, 'package.json')).version, pkg.version)
