@@ -18,6 +18,7 @@ pub const RUNNER: &str = concat!(
 pub const KERNEL_DRIVER: &str = concat!(
     include_str!("python/core.py"),
     include_str!("python/capture.py"),
+    include_str!("python/ipython.py"),
     include_str!("python/kernel.py")
 );
 
