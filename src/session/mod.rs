@@ -341,7 +341,6 @@ impl Session {
             "python3".to_string(),
             "-c".to_string(),
             rich::KERNEL_DRIVER.to_string(),
-            marker.clone(),
         ];
         if ipython {
             // The driver tells `%pip` without a network apart, to say so instead of hanging.
@@ -355,6 +354,7 @@ impl Session {
                 .into(),
             );
         }
+        command.push(marker.clone()); // last: how the host finds the driver to interrupt it
         let args = self.box_args(&opened, &name, &command, false, KERNEL_BACKSTOP_S);
         let (boxed, pipes) = spawn::start_resident(
             &self.cfg.kern,

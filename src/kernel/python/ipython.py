@@ -157,7 +157,9 @@ def _ipy_cell_magic(name, body):
     import subprocess
 
     sys.stdout.flush()
-    subprocess.call([_ipy_shell() if name == "bash" else "/bin/sh", "-c", body])
+    rc = subprocess.call([_ipy_shell() if name == "bash" else "/bin/sh", "-c", body])
+    if rc != 0:  # as IPython's script magics do
+        raise subprocess.CalledProcessError(rc, name)
 
 
 def _ipy_magic(name, arg):

@@ -152,7 +152,7 @@ def _serve():
     sys.stderr = _text(ord("e"), 2)
     sys.stdin = open(os.devnull, "r")
     _private_dirs()
-    mode = sys.argv[2] if len(sys.argv) > 2 else ""
+    mode = sys.argv[1] if len(sys.argv) > 2 else ""  # argv: -c [mode] <marker>
     hook = _ipython(mode) if mode.startswith("ipython:") else None  # the E2B entry's cells
     main = type(sys)("__main__")
     main.__builtins__ = builtins
