@@ -10,11 +10,11 @@
 const test = require('node:test')
 const assert = require('node:assert/strict')
 const fs = require('node:fs')
-const os = require('node:os')
 const path = require('node:path')
 const cp = require('node:child_process')
 const { repo, pkg, targets, hostTarget } = require('../scripts/targets.js')
 const { pack } = require('../scripts/pack.js')
+const { offlineRoot } = require('./offline-npm.js')
 
 const host = hostTarget()
 const kernBin = process.env.KERN_BIN || path.join(repo, 'target', 'release', 'kern-standin')
@@ -24,34 +24,7 @@ const skip = !host
     ? `${host.nodeFile} is not built (npm run build)`
     : false
 
-const root = fs.mkdtempSync(path.join(os.tmpdir(), 'kern-install-'))
-process.on('exit', () => fs.rmSync(root, { recursive: true, force: true }))
-
-/** npm with no way to reach a registry: --offline, a fresh cache, a registry on a closed port. */
-function npm(args, cwd) {
-  const env = { ...process.env }
-  for (const k of Object.keys(env)) if (/^npm_(config|package|lifecycle)_/i.test(k)) delete env[k]
-  const r = cp.spawnSync(
-    'npm',
-    [...args, '--offline', '--no-audit', '--no-fund', '--cache', path.join(root, 'npm-cache'), '--registry', 'http://127.0.0.1:9/', '--loglevel', 'warn'],
-    { cwd, env, encoding: 'utf8', timeout: 120_000 },
-  )
-  assert.equal(r.status, 0, `npm ${args.join(' ')} failed:\n${r.stdout}\n${r.stderr}`)
-  return r
-}
-
-function node(args, cwd, env = {}) {
-  const e = { ...process.env, ...env }
-  delete e.NAPI_RS_NATIVE_LIBRARY_PATH
-  return cp.spawnSync(process.execPath, args, { cwd, env: e, encoding: 'utf8', timeout: 120_000 })
-}
-
-function emptyProject(name) {
-  const dir = path.join(root, name)
-  fs.mkdirSync(dir)
-  fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name, version: '1.0.0', private: true }))
-  return dir
-}
+const { root, npm, node, emptyProject } = offlineRoot('kern-install-')
 
 let packed
 let project

@@ -25,6 +25,9 @@ function publicCopy() {
       fs.chmodSync(path.join(pkg, f), 0o755)
     }
   }
+  fs.cpSync(path.join(repo, 'lib'), path.join(pkg, 'lib'), { recursive: true })
+  fs.chmodSync(path.join(pkg, 'lib'), 0o755)
+  for (const f of fs.readdirSync(path.join(pkg, 'lib'))) fs.chmodSync(path.join(pkg, 'lib', f), 0o644)
   // A kern that does nothing but, when $FAKE_WS is set, write one file into the workspace.
   const kern = path.join(dir, 'kern')
   fs.writeFileSync(kern, '#!/bin/sh\n[ -n "$FAKE_WS" ] && echo new > "$FAKE_WS/open/new.txt"\nexit 0\n', { mode: 0o755 })

@@ -7,7 +7,8 @@
 //   node scripts/prereqs.js build   Rust (cargo, rustc) and a C compiler (Rust links with cc)
 //   node scripts/prereqs.js test    the same, plus what the tests and the kern stand-in run:
 //                                   bubblewrap (not with KERN_BIN, a real kern), python3, GNU tar,
-//                                   setpriv and prlimit
+//                                   setpriv and prlimit; and mcp/'s own dependencies (its tests run
+//                                   in `npm test` too)
 
 const fs = require('node:fs')
 const os = require('node:os')
@@ -78,4 +79,21 @@ if (keys.length) {
   const list = names.length > 1 ? `${names.slice(0, -1).join(', ')} and ${names[names.length - 1]}` : names[0]
   process.stderr.write(`kern-sandbox: ${what} cannot start: ${list} not found on PATH. Install: ${installHint(keys)}\n`)
   process.exit(1)
+}
+
+// mcp/ (kern-sandbox-mcp) has its own lockfile: `npm ci` at the root does not install it.
+if (mode === 'test') {
+  const mcp = path.join(__dirname, '..', 'mcp')
+  const sdk = path.join(mcp, 'node_modules', '@modelcontextprotocol', 'sdk', 'package.json')
+  const lib = path.join(mcp, 'node_modules', 'kern-sandbox')
+  let linked = false
+  try {
+    linked = fs.realpathSync(lib) === fs.realpathSync(path.join(__dirname, '..'))
+  } catch {
+    // not installed
+  }
+  if (!fs.existsSync(sdk) || !linked) {
+    process.stderr.write('kern-sandbox: npm test cannot start: the dependencies of mcp/ (kern-sandbox-mcp) are not installed. Install: npm ci --prefix mcp\n')
+    process.exit(1)
+  }
 }
