@@ -187,7 +187,9 @@ class Contexts {
       if (!r) seen.set(core, (r = fromCore(core)))
       return r
     }
-    if (opts.envs) kernel.runCode(envCell(e.language, opts.envs), { timeoutS: KERNEL_BACKSTOP_S }).catch(() => {})
+    const envs = opts.envs ? envCells(e.language, opts.envs) : null
+    const hidden = (cell) => kernel.runCode(cell, { timeoutS: KERNEL_BACKSTOP_S }).catch(() => {})
+    if (envs) hidden(envs.before) // cells run in call order: this one, the user's, then `after`
     const source = e.language === 'bash' ? `%%bash\n${code}` : code
     let r
     try {
@@ -211,6 +213,7 @@ class Contexts {
       clearTimeout(timer)
       out?.end()
       err?.end()
+      if (envs && envs.after) hidden(envs.after)
     }
     if (r.fault) throw new SandboxError(`the context's kernel was stopped: ${r.fault.message}`)
     e.count += 1
@@ -226,17 +229,23 @@ class Contexts {
   }
 }
 
-/** The hidden cell that sets a cell's `envs` for the next cell only. */
-function envCell(language, envs) {
+/** The hidden cells around a cell that give it its `envs`: Python's driver applies them to the
+ * next cell and restores them itself; a JavaScript cell is followed by one that restores them. */
+function envCells(language, envs) {
   const clean = {}
   for (const [k, v] of Object.entries(envs)) clean[k] = String(v)
-  if (language === 'python' || language === 'bash') return `#%kern-envs ${JSON.stringify(clean)}`
-  throw new InvalidArgumentError(`per-execution envs are not supported in ${language} contexts yet`)
+  const json = JSON.stringify(clean)
+  if (language === 'python' || language === 'bash') return { before: `#%kern-envs ${json}`, after: null }
+  const slot = "globalThis[Symbol.for('kern-sandbox.e2b.envs')]"
+  return {
+    before: `(() => { const e = ${json}; ${slot} = Object.fromEntries(Object.keys(e).map((k) => [k, process.env[k]])); Object.assign(process.env, e) })();`,
+    after: `(() => { const s = ${slot} || {}; for (const [k, v] of Object.entries(s)) { if (v === undefined) delete process.env[k]; else process.env[k] = v } delete ${slot} })();`,
+  }
 }
 
 /** Wraps a native kernel the way Sandbox#kernel does, with no session-wide callbacks. */
-function coreKernel(native, cancel) {
-  return new Kernel(native, { onStdout: null, onStderr: null }, cancel)
+function coreKernel(native, cancel, language) {
+  return new Kernel(native, { onStdout: null, onStderr: null }, cancel, language)
 }
 
 module.exports = { Contexts, contextLanguage, coreKernel, HOME, KERNEL_BACKSTOP_S }

@@ -9,6 +9,7 @@ const { DEFAULTS, nativeOptions } = require('../options.js')
 const { callNative } = require('../errors.js')
 const { SandboxError, InvalidArgumentError, NotFoundError, killedError, toE2B } = require('./errors.js')
 const { Contexts, coreKernel, HOME, KERNEL_BACKSTOP_S } = require('./contexts.js')
+const kernels = require('../kernel.js')
 const { Filesystem } = require('./files.js')
 const { Commands } = require('./commands.js')
 
@@ -235,6 +236,8 @@ class Sandbox {
     }
   }
 
+  /** A started kernel for a context language: Python (IPython-style cells) for 'python' and
+   * 'bash', the package's JavaScript kernel for 'javascript' and 'typescript'. */
   async #startKernel(language) {
     this.#alive()
     const cancel = (id) => this.#native.cancel(id)
@@ -242,9 +245,30 @@ class Sandbox {
       const native = await callNative(() => this.#native.kernel(KERNEL_BACKSTOP_S, true))
       return coreKernel(native, cancel)
     }
-    throw new SandboxError(
-      `${language} contexts need the package's JavaScript kernel, which this build does not have yet`,
-    )
+    if (typeof kernels.kernelLanguage !== 'function') {
+      throw new SandboxError(`${language} contexts need the package's JavaScript kernel, which this build does not have`)
+    }
+    const lang = kernels.kernelLanguage(language)
+    try {
+      const native = await callNative(() => this.#native.kernel(KERNEL_BACKSTOP_S, lang.native, undefined, false))
+      return coreKernel(native, cancel, lang)
+    } catch (e) {
+      throw (await this.#withoutNode()) ? new SandboxError(
+        `${language} contexts run on node, and this sandbox's image (${this.#image}) has no node: use an image ` +
+          "with both Python and Node, as E2B's code-interpreter template has",
+        { cause: e },
+      ) : e
+    }
+  }
+
+  /** Whether the image lacks `node` (asked once a JavaScript kernel failed to start). */
+  async #withoutNode() {
+    try {
+      const r = await this.#native.run(['sh', '-c', 'command -v node'], { timeoutS: 30 }, undefined, undefined)
+      return r.exitCode !== 0 && !r.fault
+    } catch {
+      return false
+    }
   }
 }
 
