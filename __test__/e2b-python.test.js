@@ -135,3 +135,32 @@ test('contexts: the defaults are listed, each is its own kernel, restart clears 
   await assert.rejects(sbx.restartCodeContext('no-such-id'), NotFoundError)
   await assert.rejects(sbx.createCodeContext({ language: 'r' }), InvalidArgumentError)
 })
+
+test('notebook magics: %time, %ls, %matplotlib inline (no-op), %%writefile, %%html, automagic pip/cd', async () => {
+  const ctx = await sbx.createCodeContext()
+  try {
+    const timed = await sbx.runCode('%time 6 * 7', { context: ctx })
+    assert.equal(timed.text, '42')
+    assert.match(timed.logs.stdout.join(''), /Wall time: /)
+    await sbx.files.write('listed/one.txt', '1')
+    assert.deepEqual((await sbx.runCode('%ls listed', { context: ctx })).logs.stdout, ['one.txt\n'])
+    const setup = await sbx.runCode('%matplotlib inline\n%config InlineBackend.figure_format = "retina"\n1', { context: ctx })
+    assert.equal(setup.error, undefined)
+    assert.equal(setup.text, '1')
+    const wrote = await sbx.runCode('%%writefile listed/a.py\nprint("hi")\n', { context: ctx })
+    assert.deepEqual(wrote.logs.stdout, ['Writing listed/a.py\n'])
+    assert.equal(await sbx.files.read('listed/a.py'), 'print("hi")\n')
+    const html = await sbx.runCode('%%html\n<b>bold</b>', { context: ctx })
+    assert.equal(html.results[0].html, '<b>bold</b>')
+    const auto = await sbx.runCode('cd /tmp\nimport os\nos.getcwd()', { context: ctx })
+    assert.equal(auto.text, "'/tmp'")
+    const pip = await sbx.runCode('pip install requests', { context: ctx })
+    assert.match(pip.logs.stderr.join(''), /%pip install needs network access/)
+    const py = await sbx.runCode('cd = 5\ncd', { context: ctx })
+    assert.equal(py.text, '5', 'a line that is Python stays Python')
+    const inString = await sbx.runCode('s = """\nls -la\n!echo no\n"""\n!true\ns', { context: ctx })
+    assert.equal(inString.text, "'\\nls -la\\n!echo no\\n'", 'lines inside a string literal are never rewritten')
+  } finally {
+    await sbx.removeCodeContext(ctx)
+  }
+})

@@ -1,8 +1,9 @@
 # IPython-style cells, for the warm kernels of the E2B entry (the driver's `ipython:net` or
 # `ipython:offline` argument turns them on; other kernels never call into this file):
 #   !cmd / var = !cmd      a shell command, its output in the cell's stdout (or as a list of lines)
-#   %cd, %pwd, %env, %pip  the line magics agents use; an unknown one is a UsageError
-#   %%bash / %%sh          the whole cell as a shell script
+#   %cd, %pwd, %env, %pip, %time, the shell aliases (%ls, %cat, ...), and the notebook setup
+#   magics as no-ops (%matplotlib, %config, ...); an unknown one is a UsageError
+#   %%bash / %%sh, %%writefile, %%html, %%time   the whole cell
 # plus what E2B's image adds: an image saved with PIL's Image.save(path) is also shown as a
 # result, and a pandas DataFrame's result carries its columns as "e2b/data" JSON.
 # A cell is rewritten line for line, so tracebacks keep their line numbers, and only when it does
@@ -68,7 +69,27 @@ def _ipy_apply_envs(envs):
 
 def _ipy_candidate(line):
     s = line.lstrip()
-    return s[:1] in ("!", "%") or "= !" in s or "=!" in s
+    return s[:1] in ("!", "%") or "= !" in s or "=!" in s or s.split(" ", 1)[0] in _ipy_AUTOMAGIC
+
+
+# Magics IPython also takes without their `%` (automagic): `pip install x`, `cd /tmp`, `ls -la`.
+_ipy_AUTOMAGIC = frozenset(("pip", "cd", "env", "ls", "cat", "mkdir", "rm", "cp", "mv"))
+
+
+def _ipy_automagic(body):
+    """`%body` when `body` is an automagic line, else None: its first word names a magic, the
+    cell's namespace has no such name, and the rest is an argument, not `= …`, `(…)`, `.x`, `[…]`."""
+    name, _, rest = body.partition(" ")
+    if name not in _ipy_AUTOMAGIC or not rest.strip():
+        return None
+    if name in sys.modules["__main__"].__dict__ or hasattr(builtins, name):
+        return None
+    r = rest.lstrip()
+    if r[:1] in ("(", "[", ".", ",", ":", ";") or (r[:1] == "=" and r[:2] != "=="):
+        return None
+    if r[:2] in ("+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "@=") or r[:3] in ("//=", "**=", ">>=", "<<="):
+        return None
+    return "%" + body
 
 
 def _ipy_rewrite(src):
@@ -77,24 +98,53 @@ def _ipy_rewrite(src):
         return src
     try:
         compile(src, "<cell>", "exec")
-        return src  # valid Python as it is
     except SyntaxError:
         pass
+    else:  # valid Python as it is: only its automagic lines (`cd /tmp` compiles, as a division)
+        if not any(_ipy_automagic(l.strip()) for l in lines):
+            return src
+        inside = _ipy_string_lines(src)
+        return "".join(l if i in inside else _ipy_line(l, automagic_only=True) for i, l in enumerate(lines, 1))
     first = lines[0].strip()
     if first.startswith("%%"):
-        name = first[2:].split(None, 1)[0] if first[2:].strip() else ""
         body = "".join(lines[1:])
-        return "_ipy_cell_magic(%r, %r)\n" % (name, body) + "\n" * (len(lines) - 1)
-    return "".join(_ipy_line(l) for l in lines)
+        return "_ipy_cell_magic(%r, %r)\n" % (first[2:].strip(), body) + "\n" * (len(lines) - 1)
+    inside = _ipy_string_lines(src)
+    return "".join(l if i in inside else _ipy_line(l) for i, l in enumerate(lines, 1))
 
 
-def _ipy_line(line):
+def _ipy_string_lines(src):
+    """The lines (1-based) that continue a multi-line string literal: never rewritten."""
+    import io
+    import tokenize
+
+    inside = set()
+    opened = []  # start rows of the f-strings being read (3.12 tokenizes them in parts)
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(src).readline):
+            name = tokenize.tok_name[tok.type]
+            if name == "FSTRING_START":
+                opened.append(tok.start[0])
+            elif name == "FSTRING_END" and opened:
+                inside.update(range(opened.pop() + 1, tok.end[0] + 1))
+            elif tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
+                inside.update(range(tok.start[0] + 1, tok.end[0] + 1))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        pass  # what was read so far stands
+    return inside
+
+
+def _ipy_line(line, automagic_only=False):
     import re
 
     end = line[len(line.rstrip("\r\n")):]
     text = line[: len(line) - len(end)]
     body = text.lstrip()
     pad = text[: len(text) - len(body)]
+    magic = _ipy_automagic(body)
+    if automagic_only and magic is None:
+        return line
+    body = magic or body
     if body.startswith("!"):
         return "%s_ipy_system(%r)%s" % (pad, body[1:], end)
     if body.startswith("%") and not body.startswith("%%"):
@@ -151,15 +201,47 @@ def _ipy_getoutput(cmd):
     return r.stdout.decode("utf-8", "replace").splitlines()
 
 
-def _ipy_cell_magic(name, body):
-    if name not in ("bash", "sh"):
-        raise UsageError("Cell magic `%%" + name + "` not found.")
-    import subprocess
+def _ipy_cell_magic(line, body):
+    name, _, arg = line.partition(" ")
+    arg = arg.strip()
+    if name in ("bash", "sh"):
+        import subprocess
 
-    sys.stdout.flush()
-    rc = subprocess.call([_ipy_shell() if name == "bash" else "/bin/sh", "-c", body])
-    if rc != 0:  # as IPython's script magics do
-        raise subprocess.CalledProcessError(rc, name)
+        sys.stdout.flush()
+        rc = subprocess.call([_ipy_shell() if name == "bash" else "/bin/sh", "-c", body])
+        if rc != 0:  # as IPython's script magics do
+            raise subprocess.CalledProcessError(rc, name)
+        return None
+    if name == "writefile":
+        append = arg.startswith("-a ")
+        path = _ipy_expand(arg[3:].strip() if append else arg)
+        import os
+
+        existed = os.path.exists(path)
+        with open(os.path.expanduser(path), "a" if append else "w") as f:
+            f.write(body)
+        print("%s %s" % ("Appending to" if append else "Overwriting" if existed else "Writing", path))
+        return None
+    if name == "html":
+        builtins.display({"text/html": body, "text/plain": "<IPython.core.display.HTML object>"}, raw=True)
+        return None
+    if name == "time":
+        return _ipy_time(body, "exec")
+    raise UsageError("Cell magic `%%" + name + "` not found.")
+
+
+def _ipy_time(src, mode):
+    """`%time` / `%%time`: runs the code in the user's namespace and prints how long it took."""
+    import time
+
+    ns = sys.modules["__main__"].__dict__
+    code = compile(src, "<timed>", mode)
+    t0, c0 = time.perf_counter(), time.process_time()
+    try:
+        return eval(code, ns) if mode == "eval" else exec(code, ns)
+    finally:
+        cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+        print("CPU times: total: %.3g s\nWall time: %.3g s" % (cpu, wall))
 
 
 def _ipy_magic(name, arg):
@@ -176,7 +258,23 @@ def _ipy_magic(name, arg):
         return _ipy_env(_ipy_expand(arg))
     if name == "pip":
         return _ipy_pip(_ipy_expand(arg))
+    if name == "time":
+        try:
+            compile(arg, "<timed>", "eval")
+            return _ipy_time(arg, "eval")
+        except SyntaxError:
+            return _ipy_time(arg, "exec")
+    if name in _ipy_NOOP:
+        return None  # figures are captured at the end of every cell whatever the backend
+    if name in _ipy_ALIASES:
+        return _ipy_system(name + (" " + arg if arg else ""))
     raise UsageError("Line magic function `%" + name + "` not found.")
+
+
+# Notebook setup magics that change nothing here.
+_ipy_NOOP = frozenset(("matplotlib", "config", "load_ext", "reload_ext", "autoreload"))
+# IPython's default shell aliases on Linux.
+_ipy_ALIASES = frozenset(("ls", "cat", "cp", "mv", "rm", "rmdir", "mkdir", "ln", "lf", "ll", "lk", "lx", "ldir", "clear", "less", "man"))
 
 
 def _ipy_env(arg):
