@@ -1,6 +1,7 @@
 'use strict'
 // Code contexts: each one warm kernel, independent of the others, started on first use. Python
-// and bash contexts are Python kernels with IPython-style cells (bash cells run as `%%bash`);
+// and bash contexts are Python kernels with IPython-style cells (a bash context's cells go to one
+// long-lived bash in its kernel);
 // JavaScript and TypeScript contexts are the package's JS kernels.
 
 const { randomUUID } = require('node:crypto')
@@ -187,10 +188,11 @@ class Contexts {
       if (!r) seen.set(core, (r = fromCore(core)))
       return r
     }
-    const envs = opts.envs ? envCells(e.language, opts.envs) : null
+    const envs = opts.envs && e.language !== 'bash' ? envCells(e.language, opts.envs) : null
     const hidden = (cell) => kernel.runCode(cell, { timeoutS: KERNEL_BACKSTOP_S }).catch(() => {})
     if (envs) hidden(envs.before) // cells run in call order: this one, the user's, then `after`
-    const source = e.language === 'bash' ? `%%bash\n${code}` : code
+    // A bash context's cells go to one shell that lives as long as the context (its state carries).
+    const source = e.language === 'bash' ? `_ipy_bash(${JSON.stringify(code)}, ${JSON.stringify(stringValues(opts.envs))})` : code
     let r
     try {
       r = await kernel.runCode(source, {
@@ -229,13 +231,18 @@ class Contexts {
   }
 }
 
-/** The hidden cells around a cell that give it its `envs`: Python's driver applies them to the
- * next cell and restores them itself; a JavaScript cell is followed by one that restores them. */
-function envCells(language, envs) {
+function stringValues(envs) {
   const clean = {}
-  for (const [k, v] of Object.entries(envs)) clean[k] = String(v)
-  const json = JSON.stringify(clean)
-  if (language === 'python' || language === 'bash') return { before: `#%kern-envs ${json}`, after: null }
+  for (const [k, v] of Object.entries(envs || {})) clean[k] = String(v)
+  return clean
+}
+
+/** The hidden cells around a cell that give it its `envs`: Python's driver applies them to the
+ * next cell and restores them itself; a JavaScript cell is followed by one that restores them. (A
+ * bash context's shell sets them around the cell itself.) */
+function envCells(language, envs) {
+  const json = JSON.stringify(stringValues(envs))
+  if (language === 'python') return { before: `#%kern-envs ${json}`, after: null }
   const slot = "globalThis[Symbol.for('kern-sandbox.e2b.envs')]"
   return {
     before: `(() => { const e = ${json}; ${slot} = Object.fromEntries(Object.keys(e).map((k) => [k, process.env[k]])); Object.assign(process.env, e) })();`,

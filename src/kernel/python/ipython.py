@@ -22,7 +22,7 @@ def _ipython(mode):
     """Turns IPython-style cells on; returns the driver's per-cell hook: src -> (src, after)."""
     global _ipy_offline
     _ipy_offline = mode == "ipython:offline"
-    for name in ("_ipy_system", "_ipy_getoutput", "_ipy_magic", "_ipy_cell_magic"):
+    for name in ("_ipy_system", "_ipy_getoutput", "_ipy_magic", "_ipy_cell_magic", "_ipy_bash"):
         setattr(builtins, name, globals()[name])
     sys.meta_path.insert(0, _IpyPilFinder())
     _ipy_wrap_bundle()
@@ -228,6 +228,82 @@ def _ipy_cell_magic(line, body):
     if name == "time":
         return _ipy_time(body, "exec")
     raise UsageError("Cell magic `%%" + name + "` not found.")
+
+
+class _IpyBash:
+    """The shell of a bash context: one bash for all its cells, so variables, functions and the
+    working directory carry from cell to cell. Its output goes straight to the cell's stdout and
+    stderr; it reports each cell's exit status on a private pipe."""
+
+    def __init__(self):
+        self.proc = None
+        self.status = None
+
+    def start(self):
+        import os
+        import subprocess
+
+        r, w = os.pipe()
+        self.proc = subprocess.Popen([_ipy_shell()], stdin=subprocess.PIPE, pass_fds=(w,), start_new_session=True)
+        os.close(w)
+        self.status = os.fdopen(r, "rb", buffering=0)
+        self.fd = w
+
+    def run(self, body, envs):
+        import os
+        import shlex
+        import subprocess
+
+        if self.proc is None or self.proc.poll() is not None:
+            self.start()
+        end = "KERN_CELL_" + os.urandom(8).hex()
+        # This cell's envs: set around it, then the shell's own values put back.
+        names = [k for k in envs if k.isidentifier()]
+        before = "".join('__kern_%d="${%s-%s}"; export %s=%s; ' % (i, k, end, k, shlex.quote(str(envs[k])))
+                         for i, k in enumerate(names))
+        after = "".join('if [ "$__kern_%d" = %s ]; then unset %s; else export %s="$__kern_%d"; fi; unset __kern_%d; '
+                        % (i, end, k, k, i, i) for i, k in enumerate(names))
+        script = "%seval \"$(cat <<'%s'\n%s\n%s\n)\" </dev/null; __kern_rc=$?; %secho $__kern_rc >&%d\n" % (
+            before, end, body, end, after, self.fd)
+        sys.stdout.flush()
+        try:
+            self.proc.stdin.write(script.encode("utf-8", "surrogateescape"))
+            self.proc.stdin.flush()
+            line = b""
+            while not line.endswith(b"\n"):
+                chunk = self.status.read(1)
+                if not chunk:  # the shell exited (`exit` in the cell)
+                    rc = self.proc.wait()
+                    self.proc = None
+                    break
+                line += chunk
+            else:
+                rc = int(line)
+        except KeyboardInterrupt:
+            self.stop()
+            raise
+        if rc != 0:
+            raise subprocess.CalledProcessError(rc, "bash")
+
+    def stop(self):
+        import os
+        import signal
+
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            self.proc.wait()
+            self.proc = None
+
+
+_ipy_bash_shell = _IpyBash()
+
+
+def _ipy_bash(body, envs=None):
+    """A bash context's cell, in its one long-lived shell, with this cell's `envs`."""
+    _ipy_bash_shell.run(body, envs or {})
 
 
 def _ipy_time(src, mode):
