@@ -217,7 +217,7 @@ class Sandbox {
   #arm(ms) {
     clearTimeout(this.#timer)
     this.#endAt = Date.now() + ms
-    this.#timer = setTimeout(() => this.kill(), ms)
+    this.#timer = setTimeout(() => this.kill().catch(() => {}), ms)
     this.#timer.unref() // a lifetime never keeps Node alive; exit cleans the boxes up
   }
 
