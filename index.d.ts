@@ -61,11 +61,143 @@ export class Result {
   readonly png: Buffer | null;
   /** image/jpeg decoded to a Buffer, or null */
   readonly jpeg: Buffer | null;
+  /** A matplotlib figure read as data (E2B's chart shape): present on the Result of each figure
+   * (the end-of-cell capture, `display(fig)`, a figure as the trailing expression), undefined on
+   * other Results and when the figure could not be read. Holds no image: the PNG is `png`. */
+  chart?: ChartTypes;
   /** The MIME types this value was captured as. */
   formats(): string[];
-  /** `{ data, isMainResult, executionCount }`, for logging and JSON.stringify. */
-  toJSON(): { data: Record<string, string>; isMainResult: boolean; executionCount: number | null };
+  /** `{ data, isMainResult, executionCount }` (and `chart` when there is one), for logging and
+   * JSON.stringify. */
+  toJSON(): { data: Record<string, string>; isMainResult: boolean; executionCount: number | null; chart?: ChartTypes };
 }
+
+/** What a chart is (`Result.chart.type`). `unknown`: an axes that is none of the others (an
+ * image, several kinds of artist mixed), still with its title. */
+export enum ChartType {
+  LINE = "line",
+  SCATTER = "scatter",
+  BAR = "bar",
+  PIE = "pie",
+  BOX_AND_WHISKER = "box_and_whisker",
+  SUPERCHART = "superchart",
+  UNKNOWN = "unknown",
+}
+
+/** How an axis maps values to positions: matplotlib's scale, or `datetime`/`categorical` for a
+ * linear axis of dates or of category names. */
+export enum ScaleType {
+  LINEAR = "linear",
+  DATETIME = "datetime",
+  CATEGORICAL = "categorical",
+  LOG = "log",
+  SYMLOG = "symlog",
+  LOGIT = "logit",
+  FUNCTION = "function",
+  FUNCTIONLOG = "functionlog",
+  ASINH = "asinh",
+}
+
+/** What every chart has. `title`: the axes' title; a superchart's is the figure's suptitle. */
+export interface Chart {
+  type: ChartType;
+  title: string;
+  elements: unknown[];
+}
+
+/** A chart on x and y axes. A unit is a label's trailing parenthesis: "Time (s)" gives "s". */
+export interface Chart2D extends Chart {
+  x_label: string | null;
+  y_label: string | null;
+  x_unit: string | null;
+  y_unit: string | null;
+}
+
+/** One line or scatter series. A value on a datetime axis is an ISO string, on a categorical one
+ * the category's name. Non-finite points are left out; past 10,000 points the series is
+ * down-sampled evenly and `truncated` is true. */
+export interface PointData {
+  label: string;
+  points: [number | string, number | string][];
+  truncated?: true;
+}
+
+/** Line and scatter charts: their series, and both axes' major ticks in view, tick labels (as
+ * shown) and scale. */
+export interface PointChart extends Chart2D {
+  x_ticks: (number | string)[];
+  x_tick_labels: string[];
+  x_scale: ScaleType;
+  y_ticks: (number | string)[];
+  y_tick_labels: string[];
+  y_scale: ScaleType;
+  elements: PointData[];
+}
+
+export interface LineChart extends PointChart {
+  type: ChartType.LINE;
+}
+
+export interface ScatterChart extends PointChart {
+  type: ChartType.SCATTER;
+}
+
+/** One bar: `label` its category (tick label), `group` the label of its bar container (a series
+ * of grouped or stacked bars; "Group <n>" when it has none). */
+export interface BarData {
+  label: string;
+  value: number;
+  group: string;
+}
+
+/** Vertical or horizontal bars, grouped or stacked, and histograms. */
+export interface BarChart extends Chart2D {
+  type: ChartType.BAR;
+  elements: BarData[];
+}
+
+/** One wedge: its angle in degrees and its radius. */
+export interface PieData {
+  label: string;
+  angle: number;
+  radius: number;
+}
+
+export interface PieChart extends Chart {
+  type: ChartType.PIE;
+  elements: PieData[];
+}
+
+/** One box: `min` and `max` are the whiskers' ends; `outliers` the points beyond them. */
+export interface BoxAndWhiskerData {
+  label: string;
+  min: number;
+  first_quartile: number;
+  median: number;
+  third_quartile: number;
+  max: number;
+  outliers: number[];
+}
+
+export interface BoxAndWhiskerChart extends Chart2D {
+  type: ChartType.BOX_AND_WHISKER;
+  elements: BoxAndWhiskerData[];
+}
+
+/** A figure with several axes: the chart of each, in the figure's order. */
+export interface SuperChart extends Chart {
+  type: ChartType.SUPERCHART;
+  elements: Exclude<ChartTypes, SuperChart>[];
+}
+
+/** An axes that is none of the kinds above; only its title is read. */
+export interface UnknownChart extends Chart {
+  type: ChartType.UNKNOWN;
+  elements: [];
+}
+
+/** `Result.chart`: narrow it on `type`. */
+export type ChartTypes = LineChart | ScatterChart | BarChart | PieChart | BoxAndWhiskerChart | SuperChart | UnknownChart;
 
 /** An uncaught Python exception (the shape E2B uses). stderr still shows the same traceback. */
 export interface ExecutionError {

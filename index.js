@@ -9,6 +9,7 @@ require('./lib/native.js')
 const { SandboxError, MountRefused } = require('./lib/errors.js')
 const { checkCallback, optionsBag, checkSignal } = require('./lib/options.js')
 const { Result, ExecutionResult } = require('./lib/results.js')
+const { ChartType, ScaleType } = require('./lib/charts.js')
 const { Sandbox } = require('./lib/sandbox.js')
 const { Kernel } = require('./lib/kernel.js')
 
@@ -45,5 +46,7 @@ module.exports = {
   ExecutionResult,
   SandboxError,
   MountRefused,
+  ChartType,
+  ScaleType,
   version: pkg.version,
 }

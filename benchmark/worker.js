@@ -140,18 +140,24 @@ const modes = {
     const out = {}
     const cpu0 = process.cpuUsage()
     let calls = 0
-    for (const [name, code] of Object.entries(spec.cells)) {
-      for (let i = 0; i < spec.warmup; i++) await k.runCode(code)
-      const samples = []
-      let failed = 0
-      for (let i = 0; i < spec.n; i++) {
-        const t = now()
-        const r = await k.runCode(code)
-        samples.push(now() - t)
-        if (!ok(r)) failed++
+    const timed = async (name, code) => {
+      const t = now()
+      const r = await k.runCode(code)
+      const cell = (out[name] ||= { samples: [], failed: 0 })
+      cell.samples.push(now() - t)
+      if (!ok(r)) cell.failed++
+      calls++
+    }
+    const cells = Object.entries(spec.cells)
+    if (spec.interleave) {
+      // Cells compared with each other take turns, so drifting load hits them alike.
+      for (let i = 0; i < spec.warmup; i++) for (const [, code] of cells) await k.runCode(code)
+      for (let i = 0; i < spec.n; i++) for (const [name, code] of cells) await timed(name, code)
+    } else {
+      for (const [name, code] of cells) {
+        for (let i = 0; i < spec.warmup; i++) await k.runCode(code)
+        for (let i = 0; i < spec.n; i++) await timed(name, code)
       }
-      calls += spec.n
-      out[name] = { samples, failed }
     }
     const cpu = process.cpuUsage(cpu0)
     const t = now()

@@ -46,6 +46,29 @@ async function main() {
     console.log('sum.txt:', (await sbx.readFile('sum.txt')).toString())
   })
 
+  // A matplotlib figure comes back as a PNG and as data a model can read (E2B's chart shape).
+  const plot = await kern.runCode(
+    'import matplotlib.pyplot as plt\n' +
+      "plt.bar(['north', 'south'], [120, 80], label='2024')\n" +
+      "plt.title('Sales'); plt.ylabel('Revenue (kEUR)')",
+  )
+  const fig = plot.results.find((x) => x.chart)
+  if (fig) {
+    const { type, title, y_unit: unit, elements } = fig.chart
+    console.log(`chart: ${type} "${title}" in ${unit}:`, elements.map((b) => `${b.label}=${b.value}`).join(', '), `(+ a ${fig.png.length}-byte PNG)`)
+  } else {
+    console.log('chart: none (is matplotlib installed in the image?)', plot.stderr.trim().split('\n').pop())
+  }
+
+  // A warm kernel: one resident interpreter, state kept across cells.
+  await kern.withSandbox(async (sbx) => {
+    const k = await sbx.kernel()
+    await k.runCode('total = sum(range(1_000_000))')
+    const cell = await k.runCode('total // 1000')
+    console.log('warm kernel:', cell.results[0].text, 'at cell', cell.executionCount)
+    await k.close()
+  })
+
   const t = await kern.runCode('while True: pass', { timeoutS: 2 })
   console.log('runaway loop:', t.success, t.fault)
 }

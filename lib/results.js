@@ -1,13 +1,17 @@
 'use strict'
 // What a call hands back: ExecutionResult, and the rich Results the box wrote, vetted.
 
+const { vetChart } = require('./charts.js')
+
 /** One rich value a Python cell produced (trailing expression, display(), a matplotlib figure):
- * the same value in several MIME types. Text and JSON are strings, images base64. */
+ * the same value in several MIME types. Text and JSON are strings, images base64. A figure's
+ * Result also has `chart`, the figure read as data (E2B's shape); other Results have none. */
 class Result {
-  constructor(data, { isMainResult = false, executionCount = null } = {}) {
+  constructor(data, { isMainResult = false, executionCount = null, chart } = {}) {
     this.data = data || {}
     this.isMainResult = isMainResult
     this.executionCount = executionCount
+    if (chart !== undefined) this.chart = chart
   }
 
   get text() { return this.data['text/plain'] }
@@ -26,7 +30,9 @@ class Result {
   }
 
   toJSON() {
-    return { data: this.data, isMainResult: this.isMainResult, executionCount: this.executionCount }
+    const out = { data: this.data, isMainResult: this.isMainResult, executionCount: this.executionCount }
+    if (this.chart !== undefined) out.chart = this.chart
+    return out
   }
 }
 
@@ -47,7 +53,8 @@ function richLine(text, executionCount) {
   if (v.data && typeof v.data === 'object' && !Array.isArray(v.data)) {
     const data = {}
     for (const [k, x] of Object.entries(v.data)) if (typeof x === 'string') data[k] = x
-    return { result: new Result(data, { isMainResult: v.main === true, executionCount }) }
+    const chart = v.chart === undefined ? undefined : vetChart(v.chart) // a malformed one is dropped
+    return { result: new Result(data, { isMainResult: v.main === true, executionCount, chart }) }
   }
   const e = v.error
   if (e && typeof e === 'object') {

@@ -24,6 +24,7 @@ test('every runtime export is declared, and every declared value exists at run t
   for (const [name, d] of declared) {
     const v = runtime[name]
     if (d.kind === 'const') assert.notEqual(typeof v, 'function', `${name} is declared a const`)
+    else if (d.kind === 'enum') assert.equal(typeof v, 'object', `${name} is declared an enum`)
     else assert.equal(typeof v, 'function', `${name} is declared a ${d.kind}`)
     if (d.kind === 'class') assert.ok(v.prototype && /^class\b/.test(Function.prototype.toString.call(v)), `${name} is declared a class`)
   }
@@ -77,6 +78,14 @@ for (const [name, d] of declared) {
     assert.deepEqual(statics.map(show).sort(), [...d.statics.keys()].map(show).sort(), `static members of ${name}`)
   })
 }
+
+test('enums: the runtime objects have exactly the declared members and string values, frozen', () => {
+  for (const [name, d] of declared) {
+    if (d.kind !== 'enum') continue
+    assert.deepEqual({ ...runtime[name] }, Object.fromEntries(d.members), `${name}: runtime vs index.d.ts`)
+    assert.ok(Object.isFrozen(runtime[name]), `${name} is frozen`)
+  }
+})
 
 test('functions: index.d.ts declares at least the parameters the runtime requires', () => {
   for (const [name, d] of declared) {

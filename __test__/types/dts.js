@@ -38,6 +38,9 @@ function declaredValues(source) {
       const prev = values.get(st.name.text)
       const params = Math.max(prev ? prev.params : 0, st.parameters.length)
       values.set(st.name.text, { kind: 'function', params })
+    } else if (ts.isEnumDeclaration(st) && isExported(st)) {
+      const members = new Map(st.members.map((m) => [memberKey(m.name), m.initializer && ts.isStringLiteral(m.initializer) ? m.initializer.text : undefined]))
+      values.set(st.name.text, { kind: 'enum', members })
     } else if (ts.isVariableStatement(st) && isExported(st)) {
       for (const d of st.declarationList.declarations) values.set(d.name.text, { kind: 'const' })
     }

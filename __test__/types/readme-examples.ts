@@ -17,7 +17,18 @@ import type {
   CellOptions,
   KernelOptions,
   ExecutionError,
+  ChartTypes,
+  PointData,
+  BoxAndWhiskerData,
+  PieChart,
+  BarChart,
+  BarData,
+  LineChart,
+  ScatterChart,
+  SuperChart,
+  UnknownChart,
 } from "kern-sandbox";
+import { ChartType, ScaleType } from "kern-sandbox";
 
 declare const csvBytes: Buffer;
 
@@ -267,4 +278,44 @@ async function warmKernel(): Promise<void> {
     void alive;
   });
 }
-void richResults, warmKernel;
+// README "Charts as data": narrowing on `type`, E2B's field names, the enums as values.
+async function chartsAsData(): Promise<void> {
+  const { ChartType } = kern;
+  const r = await kern.runCode(
+    "import matplotlib.pyplot as plt\n" +
+      "plt.bar(['north', 'south'], [120, 80], label='2024')\n" +
+      "plt.title('Sales'); plt.ylabel('Revenue (kEUR)')",
+  );
+  const chart = r.results.find((x) => x.chart)?.chart;
+  if (chart?.type === ChartType.BAR) {
+    console.log(chart.title, chart.y_unit); // "Sales" "kEUR"
+    for (const bar of chart.elements) console.log(bar.label, bar.value, bar.group); // "north" 120 "2024" ...
+  }
+  const c: ChartTypes | undefined = r.results[0]?.chart;
+  if (c && (c.type === ChartType.LINE || c.type === ChartType.SCATTER)) {
+    const first: [number | string, number | string] | undefined = c.elements[0]?.points[0];
+    const scale: ScaleType = c.x_scale;
+    const isDate: boolean = scale === ScaleType.DATETIME;
+    const cut: boolean = c.elements.some((e: PointData) => e.truncated === true);
+    const ticks: string[] = c.x_tick_labels;
+    void first, isDate, cut, ticks;
+  } else if (c?.type === ChartType.BOX_AND_WHISKER) {
+    const box: BoxAndWhiskerData | undefined = c.elements[0];
+    const q: number | undefined = box?.third_quartile;
+    void q;
+  } else if (c?.type === ChartType.SUPERCHART) {
+    const inner: ChartType[] = c.elements.map((x) => x.type);
+    void inner;
+  } else if (c?.type === ChartType.PIE) {
+    const pie: PieChart = c;
+    const angle: number | undefined = pie.elements[0]?.angle;
+    // @ts-expect-error a pie has no axes
+    void pie.x_label;
+    void angle;
+  }
+  const bars: BarChart | LineChart | ScatterChart | SuperChart | UnknownChart | undefined = undefined;
+  const data: BarData | undefined = undefined;
+  void bars, data;
+}
+
+void richResults, warmKernel, chartsAsData;

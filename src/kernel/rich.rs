@@ -5,20 +5,27 @@
 //! malformed line costs only itself.
 
 /// The one-shot runner, run as `python3 /workspace/.run-<id>.py`. Its capture code rides along
-/// as a string, compiled only when a cell has something to capture (capture.py holds no `'''`).
+/// as a string, compiled only when a cell has something to capture, and the chart extractor as
+/// another, compiled only for a figure (capture.py and charts.py hold no `'''`).
 pub const RUNNER: &str = concat!(
     include_str!("python/core.py"),
     "\n_CAPTURE = r'''",
     include_str!("python/capture.py"),
+    "'''\n_CHARTS = r'''",
+    include_str!("python/charts.py"),
     "'''\n\n",
     include_str!("python/runner.py")
 );
 
-/// The warm kernel's driver, run as `python3 -c DRIVER <marker>`.
+/// The warm kernel's driver, run as `python3 -c DRIVER <marker>`; its chart extractor is a
+/// string compiled on the first figure.
 pub const KERNEL_DRIVER: &str = concat!(
     include_str!("python/core.py"),
     include_str!("python/capture.py"),
     include_str!("python/ipython.py"),
+    "\n_CHARTS = r'''",
+    include_str!("python/charts.py"),
+    "'''\n\n",
     include_str!("python/kernel.py")
 );
 
@@ -91,6 +98,7 @@ mod tests {
     #[test]
     fn sources_are_embedded_whole() {
         assert!(!include_str!("python/capture.py").contains("'''"));
+        assert!(!include_str!("python/charts.py").contains("'''"));
         assert!(RUNNER.contains("def _bundle") && RUNNER.ends_with("_run()\n"));
         assert!(KERNEL_DRIVER.contains("def _bundle") && KERNEL_DRIVER.ends_with("_serve()\n"));
     }

@@ -67,6 +67,34 @@ def _is_figure(o):
     return t.__module__.startswith("matplotlib.") and t.__name__ == "Figure" and hasattr(o, "savefig")
 
 
+_charts = None  # the chart extractor's namespace, compiled from _CHARTS on the first figure
+
+
+def _chart(fig):
+    """The figure's chart as JSON text, or None. It never raises and never prints: a failed
+    extraction costs the chart alone, and the warnings or log records it would cause are muted."""
+    global _charts
+    import warnings
+
+    log = sys.modules.get("logging")
+    muted = log.root.manager.disable if log is not None else None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if log is not None:
+                log.disable(log.CRITICAL)
+            if _charts is None:
+                ns = {"__name__": "kern_charts", "__builtins__": builtins}
+                exec(compile(_CHARTS, "<kern-charts>", "exec"), ns)
+                _charts = ns
+            return _charts["chart_json"](fig)
+    except Exception:
+        return None
+    finally:
+        if log is not None:
+            log.disable(muted)
+
+
 def _wanted(mime, include, exclude):
     return (include is None or mime in include) and (exclude is None or mime not in exclude)
 
@@ -122,9 +150,24 @@ class _Capture:
         self.emit = emit  # called with each result as a JSON text
         self.shown = set()  # ids of figures already display()ed this cell
 
-    def add(self, data, main=False):
+    def add(self, data, main=False, chart=None):
         if data:
-            self.emit('{"data":' + _jdict({k: _jstr(v) for k, v in data.items()}) + ',"main":' + ("true" if main else "false") + "}")
+            self.emit(
+                '{"data":' + _jdict({k: _jstr(v) for k, v in data.items()})
+                + ',"main":' + ("true" if main else "false")
+                + (',"chart":' + chart if chart else "") + "}"
+            )
+
+    def value(self, o, main=False, include=None, exclude=None):
+        """One object as a result. A figure also gives its chart, and counts as shown: the sweep
+        at the end of the cell does not give it again."""
+        data = _bundle(o, include, exclude)
+        chart = None
+        if _is_figure(o):
+            self.shown.add(id(o))
+            if data:
+                chart = _chart(o)
+        self.add(data, main, chart)
 
     def display(self, *objs, include=None, exclude=None, metadata=None, transient=None,
                 display_id=None, raw=False, clear=False, **kwargs):
@@ -138,16 +181,13 @@ class _Capture:
                         v = _mime_value(mime, v)
                         if v is not None:
                             data[mime] = v
-            else:
-                if o is None:
-                    continue
-                if _is_figure(o):
-                    self.shown.add(id(o))
-                data = _bundle(o, include, exclude)
-            self.add(data)
+                self.add(data)
+            elif o is not None:
+                self.value(o, include=include, exclude=exclude)
 
     def figures(self):
-        """Every matplotlib figure still open, as PNG once, then closed so no later cell sees it."""
+        """Every matplotlib figure still open, as PNG and chart once, then closed so no later cell
+        sees it."""
         plt = sys.modules.get("matplotlib.pyplot")
         if plt is None:
             return
@@ -159,7 +199,8 @@ class _Capture:
             try:
                 fig = plt.figure(num)
                 if id(fig) not in self.shown:
-                    self.add({"image/png": _figure_png(fig)})
+                    png = _figure_png(fig)  # draws the figure: its chart reads it laid out
+                    self.add({"image/png": png}, chart=_chart(fig))
             except Exception:
                 pass
             finally:

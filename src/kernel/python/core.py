@@ -1,8 +1,34 @@
 # Shared by the one-shot runner and the warm kernel, and loaded before any user code: how a cell
-# is split into its statements and its trailing expression, which frames of a traceback are the
-# user's, and private config dirs. It imports nothing that is not loaded at interpreter start.
+# is dedented and split into its statements and its trailing expression, which frames of a
+# traceback are the user's, private config dirs, and PIL's Image.show() made a display. It
+# imports nothing that is not loaded at interpreter start.
 import sys
 import builtins
+
+
+def _dedent(src):
+    """A cell without the indentation common to all its non-blank lines, as IPython runs code
+    sent from an indented string. Lines stay where they are, so line numbers stay the user's."""
+    if not src[:1].isspace():
+        return src  # the first line starts at column 0: nothing is common
+    lines = src.splitlines(True)
+    common = None
+    for line in lines:
+        body = line.lstrip()
+        if not body:
+            continue
+        lead = line[: len(line) - len(body)]
+        if common is None:
+            common = lead
+        else:
+            while not lead.startswith(common):
+                common = common[:-1]
+        if not common:
+            return src
+    if not common:
+        return src
+    n = len(common)
+    return "".join(line[n:] if line.startswith(common) else line.lstrip(" \t\f") for line in lines)
 
 
 def _split_tail(src, filename):
@@ -12,6 +38,7 @@ def _split_tail(src, filename):
     two parts that both compile; it is the trailing expression when it compiles in eval mode.
     This spares the `_ast` import (~1 ms per one-shot call); a last line with a `;` takes the AST
     path, which sees inside the line."""
+    src = _dedent(src)
     lines = src.splitlines(True)
     last = len(lines) - 1
     while last >= 0 and (not lines[last].strip() or lines[last].lstrip().startswith("#")):
@@ -88,3 +115,48 @@ def _private_dirs():
             os.environ.setdefault("XDG_CACHE_HOME", root + "/cache")
             os.environ.setdefault("XDG_CONFIG_HOME", root + "/config")
             return
+
+
+class _ImageShow:
+    """An import hook for PIL.Image: once the module is loaded, Image.show() displays the image
+    as a result (image/png) instead of looking for a viewer the box does not have, as hosted
+    notebooks do. Any other import pays one method call."""
+
+    def __init__(self, display):
+        self.display = display
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "PIL.Image":
+            return None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec = find(name, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        run = getattr(loader, "exec_module", None)
+        if run is None:
+            return spec
+        display = self.display
+
+        def exec_module(module):
+            run(module)
+            if getattr(module, "__name__", None) == "PIL.Image":  # a loader may serve others too
+                try:
+                    module.Image.show = lambda image, *args, **kwargs: display(image)
+                except Exception:
+                    pass
+
+        try:
+            loader.exec_module = exec_module
+        except Exception:
+            pass
+        return spec
+
+
+def _show_images_with(display):
+    sys.meta_path.insert(0, _ImageShow(display))

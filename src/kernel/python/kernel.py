@@ -163,6 +163,7 @@ def _serve():
     cap = _Capture(emit)
     builtins.display = cap.display
     main.display = cap.display
+    _show_images_with(cap.display)
     import linecache
 
     _send(ord("R"))
@@ -194,7 +195,7 @@ def _serve():
                     value = eval(tail, main.__dict__)
                     if value is not None:
                         main.__dict__["_"] = value
-                        cap.add(_bundle(value), main=True)
+                        cap.value(value, main=True)
             finally:
                 signal.pthread_sigmask(signal.SIG_BLOCK, _SIGINT)
         except SystemExit as e:

@@ -8,7 +8,7 @@ _cap_ns = None
 def _capture():
     global _cap_ns
     if _cap_ns is None:
-        _cap_ns = {"__name__": "kern_capture", "__builtins__": builtins}
+        _cap_ns = {"__name__": "kern_capture", "__builtins__": builtins, "_CHARTS": _CHARTS}
         exec(compile(_CAPTURE, "<kern-capture>", "exec"), _cap_ns)
         _cap_ns["cap"] = _cap_ns["_Capture"](_lines.append)
     return _cap_ns
@@ -35,6 +35,7 @@ def _run():
     sys.modules["__main__"] = main
     sys.argv = [cell]
     _private_dirs()
+    _show_images_with(display)
     exit_with = None
     try:
         with open(cell, "r", encoding="utf-8") as f:
@@ -45,8 +46,7 @@ def _run():
         if tail is not None:
             value = eval(tail, main.__dict__)
             if value is not None:
-                ns = _capture()
-                ns["cap"].add(ns["_bundle"](value), main=True)
+                _capture()["cap"].value(value, main=True)
     except SystemExit as e:
         exit_with = e
     except BaseException as e:
