@@ -3,7 +3,14 @@
 
 /// <reference types="node" />
 
-import type { SandboxOptions as KernSandboxOptions } from "./index.js";
+import type { SandboxOptions as KernSandboxOptions, ChartTypes } from "./index.js";
+
+/** E2B's chart enums and shapes: `Result.chart` of a matplotlib figure. */
+export { ChartType, ScaleType } from "./index.js";
+export type {
+  ChartTypes, Chart, Chart2D, PointChart, LineChart, ScatterChart, BarChart, PieChart, BoxAndWhiskerChart, SuperChart,
+  UnknownChart,
+} from "./index.js";
 
 /** A code context's language as runCode and createCodeContext take it. `"r"` and `"java"` are
  * E2B languages that reject here (no R or Java kernel). */
@@ -59,8 +66,8 @@ export class Result {
   readonly javascript?: string;
   /** A DataFrame's columns (`to_dict(orient="list")`, timestamps as ISO strings, NaN as null). */
   readonly data?: ResultData;
-  /** The chart a matplotlib figure was read as, when there is one. */
-  readonly chart?: any;
+  /** A matplotlib figure read as data (E2B's chart shape); narrow it on `type`. */
+  readonly chart?: ChartTypes;
   /** The MIME types without a field of their own. */
   readonly extra?: any;
   /** True for the value of the cell's last expression. */

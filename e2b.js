@@ -4,6 +4,7 @@
 // `from '@e2b/code-interpreter'` to `from 'kern-sandbox/e2b'`. The code lives in lib/e2b/.
 
 const { Sandbox } = require('./lib/e2b/sandbox.js')
+const { ChartType, ScaleType } = require('./lib/charts.js')
 const { OutputMessage, ExecutionError, Result, Execution } = require('./lib/e2b/execution.js')
 const {
   SandboxError, TimeoutError, InvalidArgumentError, NotFoundError, CommandExitError,
@@ -20,4 +21,6 @@ module.exports = {
   InvalidArgumentError,
   NotFoundError,
   CommandExitError,
+  ChartType,
+  ScaleType,
 }

@@ -21,9 +21,11 @@ test.after(async () => {
 
 test('the entry exports E2B\'s classes, its errors in E2B\'s hierarchy', () => {
   assert.deepEqual(Object.keys(e2b).sort(), [
-    'CommandExitError', 'Execution', 'ExecutionError', 'InvalidArgumentError', 'NotFoundError', 'OutputMessage',
-    'Result', 'Sandbox', 'SandboxError', 'TimeoutError',
+    'ChartType', 'CommandExitError', 'Execution', 'ExecutionError', 'InvalidArgumentError', 'NotFoundError', 'OutputMessage',
+    'Result', 'Sandbox', 'SandboxError', 'ScaleType', 'TimeoutError',
   ])
+  assert.equal(e2b.ChartType, kern.ChartType)
+  assert.equal(e2b.ChartType.LINE, 'line')
   for (const E of [TimeoutError, InvalidArgumentError, NotFoundError, CommandExitError]) {
     assert.ok(E.prototype instanceof SandboxError, E.name)
   }
@@ -244,4 +246,19 @@ test('kill() while runCode or a command is in flight rejects them with E2B\'s Ti
   await s.kill() // idempotent
   assert.equal(await Sandbox.kill(s.sandboxId), false)
   await assert.rejects(s.files.read('x'), SandboxError)
+})
+
+test('a matplotlib figure\'s Result carries its PNG and its chart (E2B\'s shape)', async () => {
+  const ex = await sbx.runCode(
+    'import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [1, 4, 9], label="sq")\nplt.title("squares")\nplt.xlabel("n")\nplt.show()',
+  )
+  assert.equal(ex.error, undefined, ex.error && ex.error.traceback)
+  const [r] = ex.results
+  assert.ok(r.png && Buffer.from(r.png, 'base64').subarray(1, 4).toString() === 'PNG')
+  assert.equal(r.chart.type, e2b.ChartType.LINE)
+  assert.equal(r.chart.title, 'squares')
+  assert.equal(r.chart.x_label, 'n')
+  assert.deepEqual(r.chart.elements.map((e) => [e.label, e.points]), [['sq', [[1, 1], [2, 4], [3, 9]]]])
+  assert.equal(r.raw.chart, r.chart)
+  assert.deepEqual(r.formats(), ['png'])
 })

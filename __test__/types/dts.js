@@ -41,6 +41,9 @@ function declaredValues(source) {
     } else if (ts.isEnumDeclaration(st) && isExported(st)) {
       const members = new Map(st.members.map((m) => [memberKey(m.name), m.initializer && ts.isStringLiteral(m.initializer) ? m.initializer.text : undefined]))
       values.set(st.name.text, { kind: 'enum', members })
+    } else if (ts.isExportDeclaration(st) && !st.isTypeOnly && st.exportClause && ts.isNamedExports(st.exportClause)) {
+      // `export { A, B } from "./other"`: values declared elsewhere.
+      for (const el of st.exportClause.elements) if (!el.isTypeOnly) values.set(el.name.text, { kind: 'reexport' })
     } else if (ts.isVariableStatement(st) && isExported(st)) {
       for (const d of st.declarationList.declarations) values.set(d.name.text, { kind: 'const' })
     }

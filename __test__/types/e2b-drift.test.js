@@ -25,6 +25,9 @@ test.after(async () => {
 
 test('every export of kern-sandbox/e2b is declared, and every declared value exists', async () => {
   assert.deepEqual(Object.keys(runtime).sort(), [...declared.keys()].sort())
+  for (const [name, d] of declared) {
+    if (d.kind === 'reexport') assert.equal(runtime[name], require('kern-sandbox')[name], `${name} is the main entry's`)
+  }
   const esm = await import('kern-sandbox/e2b')
   assert.deepEqual(Object.keys(esm).filter((k) => k !== 'default').sort(), Object.keys(runtime).sort())
   assert.equal(esm.default, runtime)

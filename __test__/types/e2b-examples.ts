@@ -2,8 +2,13 @@
 // only the import changed, type-checks against e2b.d.ts.
 import {
   Sandbox, CommandExitError, TimeoutError, NotFoundError, InvalidArgumentError, SandboxError,
-  type Execution, type Result, type Context, type EntryInfo, type OutputMessage,
+  ChartType, type Execution, type Result, type Context, type EntryInfo, type OutputMessage, type ChartTypes,
 } from "kern-sandbox/e2b";
+
+export function lineLabels(r: Result): string[] {
+  const chart: ChartTypes | undefined = r.chart;
+  return chart && chart.type === ChartType.LINE ? chart.elements.map((e) => e.label) : [];
+}
 
 export async function agentTool(code: string): Promise<string> {
   const sbx = await Sandbox.create({ timeoutMs: 120_000, envs: { MODE: "test" }, metadata: { user: "u1" } });
