@@ -98,6 +98,7 @@ class Sandbox {
     if (typeof opts !== 'object' || Array.isArray(opts)) throw new InvalidArgumentError('options must be an object')
     const timeoutMs = checkLifetime(opts.timeoutMs ?? LIFETIME_MS, 'timeoutMs')
     const core = coreOptions(template, opts)
+    const metadata = stringRecord(opts.metadata, 'metadata') // checked before anything is opened
     let native
     try {
       native = callNative(() => new NativeSandbox(nativeOptions(core)))
@@ -108,7 +109,7 @@ class Sandbox {
     const sbx = new Sandbox(native, {
       template: template ?? 'code-interpreter-v1',
       image: core.image,
-      metadata: stringRecord(opts.metadata, 'metadata'),
+      metadata,
       timeoutMs,
     })
     sbx.#contexts.warm()
