@@ -323,8 +323,14 @@ export interface SandboxOptions {
   boxWorkspace?: string;
 }
 
-/** The language runCode() runs `code` as. Match the image to it (python -> a python image, ...). */
-export type Language = "python" | "bash" | "node";
+/** The language runCode() runs `code` as. Match the image to it (python -> a python image, ...).
+ * "node", "javascript"/"js" and "typescript"/"ts" run as one JavaScript cell (types stripped on
+ * the host) and hand back `results` and `error` as a kernel cell does. */
+export type Language = "python" | "bash" | "node" | "javascript" | "js" | "typescript" | "ts";
+
+/** The language of a warm kernel. "js" and "node" are aliases of "javascript", "ts" of
+ * "typescript". */
+export type KernelLanguage = "python" | "javascript" | "js" | "node" | "typescript" | "ts";
 
 /** Options for one run()/runCode() call. Each overrides the session's value for that call only.
  * (The name is the later upstream SDK's, so code typed against it keeps compiling.) */
@@ -341,7 +347,7 @@ export interface PerCallOptions {
   signal?: AbortSignal;
 }
 
-/** Called with each rich result as it is produced (Python only). */
+/** Called with each rich result as it is produced (Python and JavaScript/TypeScript). */
 export type ResultCallback = (result: Result) => void;
 
 /** Options for runCode(): a call's options plus the language. */
@@ -354,6 +360,12 @@ export interface RunCodeOptions extends PerCallOptions {
 
 /** Options for Sandbox.kernel(). */
 export interface KernelOptions {
+  /** The kernel's language. Default "python". A JavaScript or TypeScript kernel runs the image's
+   * own `node` (18 or later); an image without one rejects kernel() with a SandboxError. */
+  language?: KernelLanguage;
+  /** The image for this kernel only (validated like the session's `image`); it shares the
+   * session's workspace, caps, network, env and mounts. Default: the session's image. */
+  image?: string;
   /** Default deadline for each cell, in seconds. Default: the session's `timeoutS`. */
   timeoutS?: number;
 }
@@ -368,8 +380,8 @@ export interface CellOptions {
   onStderr?: ChunkCallback | null;
   /** Called with each rich result as the cell produces it. */
   onResult?: ResultCallback | null;
-  /** Interrupts the cell: KeyboardInterrupt is raised in it and the call rejects with
-   * `signal.reason`. A cell that stops within about 2 s leaves the kernel serving with its state
+  /** Interrupts the cell (Python: KeyboardInterrupt is raised in it; JavaScript: a synchronous
+   * loop is stopped, a pending await abandoned) and the call rejects with `signal.reason`. A cell that stops within about 2 s leaves the kernel serving with its state
    * (`kernel.alive` stays true); one that ignores the interrupt gets the kernel torn down. */
   signal?: AbortSignal;
 }
@@ -444,23 +456,28 @@ export class Sandbox {
   restoreAsync(src: string, opts?: RestoreAsyncOptions): Promise<void>;
   /** List regular files under the workspace (excludes .deps). */
   listFiles(subdir?: string): Promise<FileInfo[]>;
-  /** Start a warm Python interpreter in one long-lived box on this workspace, with the session's
-   * network, caps, env and mounts. Resolves once it is ready. Cells share memory and cost well
+  /** Start a warm interpreter (Python by default, or node for JavaScript/TypeScript) in one
+   * long-lived box on this workspace, with the session's network, caps, env and mounts. Resolves
+   * once it is ready. Cells share memory and cost well
    * under a millisecond, but are NOT isolated from each other; a fresh kernel is clean. */
   kernel(opts?: KernelOptions): Promise<Kernel>;
   /** Same as close(): what `await using` calls at the end of its block. */
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-/** A warm, resident Python interpreter in one long-lived box (see `Sandbox.kernel`). In-memory
- * state persists across cells; cells run one after another in call order. A cell's timeout, an
+/** A warm, resident interpreter in one long-lived box (see `Sandbox.kernel`). In-memory
+ * state persists across cells (in JavaScript, top-level declarations are globals a later cell may
+ * declare again); cells run one after another in call order. A cell's timeout, an
  * output past `maxOutputBytes`, the box's death, or an interrupt the cell ignores tears the kernel
  * down; later cells then reject with SandboxError. `sandbox.close()` closes its kernels. */
 export class Kernel {
   /** False once the kernel was closed or torn down. */
   readonly alive: boolean;
-  /** Run a cell; its trailing expression, display() calls and open matplotlib figures become
-   * `results`. An uncaught error gives exitCode 1 and a traceback; the kernel keeps serving. */
+  /** The kernel's language, its aliases resolved. */
+  readonly language: "python" | "javascript" | "typescript";
+  /** Run a cell; its trailing expression (awaited, in JavaScript), display() calls and open
+   * matplotlib figures become `results`. An uncaught error gives exitCode 1 and a traceback;
+   * `sys.exit(n)` / `process.exit(n)` gives exit code n; either way the kernel keeps serving. */
   runCode(code: string, opts?: CellOptions): Promise<ExecutionResult>;
   /** Tear the box down; a running cell rejects. Resolves once the box is gone. Idempotent. */
   close(): Promise<void>;

@@ -212,7 +212,7 @@ test('argv: --timeout is the deadline + 5, per call too', { skip: STANDIN_ONLY }
   }
 })
 
-test('argv: runCode languages (node uses -e) and large code by path', { skip: STANDIN_ONLY }, async () => {
+test('argv: runCode languages (node runs its cell runner by path) and large code by path', { skip: STANDIN_ONLY }, async () => {
   const rec = recordingKern()
   const sbx = await sandboxWith(rec.bin).open()
   try {
@@ -223,7 +223,10 @@ test('argv: runCode languages (node uses -e) and large code by path', { skip: ST
     assert.equal(r.stdout, 'big\n', r.stderr)
     const [b, n, p] = rec.boxCalls().map((a) => parseBox(a).command)
     assert.deepEqual(b, ['sh', '-c', 'echo hi'])
-    assert.deepEqual(n, ['node', '-e', 'console.log(1)'])
+    // As 0.1.23 runs Python cells: a runner file with the cell beside it, for rich results.
+    assert.equal(n.length, 2)
+    assert.equal(n[0], 'node')
+    assert.match(n[1], /^\/workspace\/\.run-[0-9a-f]{8}\.js$/)
     assert.equal(p.length, 2)
     assert.equal(p[0], 'python3')
     assert.match(p[1], /^\/workspace\/\S+\.py$/)

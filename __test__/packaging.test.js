@@ -105,6 +105,12 @@ test('the published main package lists every platform package at exactly its ver
   // exactly so.
   if (pkg.optionalDependencies) assert.deepEqual(pkg.optionalDependencies, opt)
   assert.ok(!pkg.dependencies || Object.keys(pkg.dependencies).length === 0, 'the main package must have no runtime dependencies')
+  // JavaScript/TypeScript cells are prepared with acorn (and amaro): optional peers, which npm
+  // does not install unless asked, so an install stays two tarballs.
+  assert.deepEqual(Object.keys(pkg.peerDependencies || {}).sort(), ['acorn', 'amaro'])
+  for (const name of Object.keys(pkg.peerDependencies)) {
+    assert.equal(pkg.peerDependenciesMeta?.[name]?.optional, true, `${name} must be an optional peer`)
+  }
 })
 
 test('exports map: require and import each with their own types, listed first', () => {

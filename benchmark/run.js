@@ -491,6 +491,12 @@ const ROWS = [
     run: chartsRow,
   },
   {
+    id: 'jskernel',
+    real: true,
+    title: 'JavaScript kernel beside the Python kernel (x = 1 + 1, 100 kB output), start to first result, TS stripping',
+    run: jsKernelRow,
+  },
+  {
     id: 'e2b',
     real: true,
     title: "kern-sandbox/e2b: Sandbox.create() + first runCode('1 + 1'), then later cells",
@@ -609,6 +615,65 @@ async function chartsRow() {
     data: { withChart, pngOnly, calls: samples.withChart.length, errors },
     lines: [
       line('1,000-point line chart cell: PNG + chart vs PNG only', 'median ms', withChart, pngOnly, 'lower', 1.1, '<= 1.10x', errs(e)),
+    ],
+  }
+}
+
+const JS_KERNEL_CELLS = {
+  python: { trivial: 'x = 1 + 1', print100k: 'print("a" * 100_000)' },
+  javascript: { trivial: 'x = 1 + 1', print100k: 'console.log("a".repeat(100_000))' },
+}
+
+/** Our JavaScript kernel against our Python kernel in the same run (alternating, pooled
+ * medians); kernel start to first result against a one-shot `node -e ""` box; host-side
+ * preparation of a 1,000-line TypeScript cell. */
+async function jsKernelRow() {
+  const langs = ['javascript', 'python']
+  const acc = Object.fromEntries(langs.map((l) => [l, { cells: {}, errors: [] }]))
+  const start = { kernel: [], box: [], failed: 0, errors: [] }
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const language of order(langs, r)) {
+      const res = await worker(
+        { mode: 'kernel', impl: 'ours', module: IMPLS.ours, language, cells: JS_KERNEL_CELLS[language], n: Q ? 200 : 1000, warmup: 50, sandbox: { workspace: fixtures.realWs } },
+        baseEnv(REAL_KERN),
+      )
+      if (res.error) {
+        acc[language].errors.push(res.error)
+        continue
+      }
+      for (const [name, c] of Object.entries(res.cells)) {
+        const cell = (acc[language].cells[name] ||= { samples: [], failed: 0 })
+        cell.samples.push(...c.samples)
+        cell.failed += c.failed
+      }
+    }
+    const st = await worker(
+      { mode: 'kernelStart', impl: 'ours', module: IMPLS.ours, language: 'javascript', cell: '1', command: ['node', '-e', ''], n: Q ? 5 : 15, warmup: 2, sandbox: { workspace: fixtures.realWs } },
+      baseEnv(REAL_KERN),
+    )
+    if (st.error) start.errors.push(st.error)
+    else {
+      start.kernel.push(...st.kernel)
+      start.box.push(...st.box)
+      start.failed += st.failed
+    }
+    log(`  js kernel round ${r + 1}/${ROUNDS}: ` + langs.map((l) => `${l} ${fmt(median(acc[l].cells.trivial?.samples || []))} ms`).join(', '))
+  }
+  const ts = await worker({ mode: 'tsPrepare', impl: 'ours', module: IMPLS.ours, lines: 1000, n: Q ? 30 : 100, warmup: 20 }, baseEnv(REAL_KERN))
+  const m = (l, name) => median(acc[l].cells[name]?.samples || [])
+  const e = { ours: { errors: acc.javascript.errors }, ref: { errors: acc.python.errors } }
+  const startK = median(start.kernel)
+  const startB = median(start.box)
+  const strip = ts.error ? null : median(ts.strip)
+  const prep = ts.error ? null : median(ts.prepare)
+  return {
+    data: { acc: { javascript: { errors: acc.javascript.errors }, python: { errors: acc.python.errors } }, medians: { js: [m('javascript', 'trivial'), m('javascript', 'print100k')], py: [m('python', 'trivial'), m('python', 'print100k')] }, start: { kernel: startK, box: startB, failed: start.failed, errors: start.errors }, ts: { strip, prepare: prep, error: ts.error } },
+    lines: [
+      line('JS kernel vs Python kernel (ref column): `x = 1 + 1`', 'median ms', m('javascript', 'trivial'), m('python', 'trivial'), 'lower', 1, '<= 1x', errs(e)),
+      line('  a cell writing 100 kB', 'median ms', m('javascript', 'print100k'), m('python', 'print100k'), 'lower', 1, '<= 1x'),
+      line('JS kernel start to first result vs one-shot `node -e ""` box', 'median ms', startK, startB, 'lower', 1.5, '<= 1.5x', start.errors.length || start.failed ? { ours: { errors: start.errors.length ? start.errors : [`${start.failed} failed`] } } : null),
+      line('type stripping, 1,000-line TS cell (amaro strip-only)', 'median ms', strip, null, 'none', null, '<= 5 ms', ts.error ? { ours: { errors: [ts.error] } } : null, strip == null ? undefined : strip <= 5),
+      line('  whole cell preparation (strip + rewrite)', 'median ms', prep, null, 'none', null, 'report'),
     ],
   }
 }

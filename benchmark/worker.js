@@ -136,7 +136,8 @@ const modes = {
   /** Warm-kernel cells: per-cell round trip (ms) for each of spec.cells, one kernel. */
   async kernel() {
     const s = await openSandbox()
-    const k = await s.kernel()
+    // 0.1.23 takes no options; a language only for ours.
+    const k = await (spec.language ? s.kernel({ language: spec.language }) : s.kernel())
     const out = {}
     const cpu0 = process.cpuUsage()
     let calls = 0
@@ -165,6 +166,59 @@ const modes = {
     const closeMs = now() - t
     await s.close()
     return { cells: out, closeMs, cpuMsPerCall: (cpu.user + cpu.system) / 1000 / calls }
+  },
+
+  /** Kernel start to first result (ms per kernel, closed after), beside a one-shot box running
+   * spec.command (its start-to-exit). */
+  async kernelStart() {
+    const s = await openSandbox()
+    const kernel = []
+    const box = []
+    let failed = 0
+    for (let i = 0; i < spec.warmup + spec.n; i++) {
+      let t = now()
+      const k = await s.kernel({ language: spec.language })
+      const r = await k.runCode(spec.cell)
+      const ms = now() - t
+      if (!ok(r) || r.results.length !== 1) failed++
+      await k.close()
+      t = now()
+      const b = await s.run(spec.command)
+      const boxMs = now() - t
+      if (!ok(b)) failed++
+      if (i >= spec.warmup) {
+        kernel.push(ms)
+        box.push(boxMs)
+      }
+    }
+    await s.close()
+    return { kernel, box, failed }
+  },
+
+  /** Host-side preparation of a TypeScript cell of spec.lines lines: type stripping alone (amaro,
+   * strip-only) and the whole preparation (stripping plus the cell rewrite), ms per cell. */
+  async tsPrepare() {
+    const amaro = require(require.resolve('amaro', { paths: [spec.module] }))
+    const { prepareCell } = require(path.join(spec.module, 'lib', 'jscell.js'))
+    const lines = []
+    for (let i = 0; i < spec.lines; i++) {
+      lines.push(i % 4 === 0 ? `interface Row${i} { id: number; name?: string }` : `const v${i}: Array<number> = [${i}, ${i + 1}].map((x: number): number => x * 2)`)
+    }
+    const code = lines.join('\n')
+    const time = (fn) => {
+      for (let i = 0; i < spec.warmup; i++) fn()
+      const samples = []
+      for (let i = 0; i < spec.n; i++) {
+        const t = now()
+        fn()
+        samples.push(now() - t)
+      }
+      return samples
+    }
+    return {
+      strip: time(() => amaro.transformSync(code, { mode: 'strip-only' })),
+      prepare: time(() => prepareCell(code, { typescript: true })),
+    }
   },
 
   /** Sequential run(command) calls: per-call wall time (ms), optional stall monitor. */

@@ -5,17 +5,45 @@ const { SandboxError } = require('./errors.js')
 const { show, optionsBag } = require('./options.js')
 const { nativeCall } = require('./calls.js')
 const { richLine, finishResult, deliver } = require('./results.js')
+const { prepareCell, warm } = require('./jscell.js')
 
-/** A warm, resident Python interpreter in one long-lived box (see `Sandbox.kernel`). */
+/** Kernel languages by the names (and aliases) `kernel({ language })` takes. */
+const LANGUAGES = {
+  python: { name: 'python', native: 'python' },
+  javascript: { name: 'javascript', native: 'javascript' },
+  typescript: { name: 'typescript', native: 'javascript', typescript: true },
+}
+const ALIASES = { js: 'javascript', node: 'javascript', ts: 'typescript' }
+
+function kernelLanguage(name = 'python') {
+  const key = typeof name === 'string' ? (ALIASES[name] ?? name) : null
+  const lang = key !== null && Object.hasOwn(LANGUAGES, key) ? LANGUAGES[key] : null
+  if (!lang) {
+    throw new SandboxError(
+      `unsupported kernel language ${show(name)} (expected 'python', 'javascript' ('js', 'node') or 'typescript' ('ts'))`,
+    )
+  }
+  if (lang.native === 'javascript') warm(!!lang.typescript)
+  return lang
+}
+
+/** A warm, resident interpreter in one long-lived box (see `Sandbox.kernel`). */
 class Kernel {
   #native
   #sandbox
   #cancel
+  #language
 
-  constructor(native, sandbox, cancel) {
+  constructor(native, sandbox, cancel, language = LANGUAGES.python) {
     this.#native = native
     this.#sandbox = sandbox
     this.#cancel = cancel
+    this.#language = language
+  }
+
+  /** 'python', 'javascript' or 'typescript'. */
+  get language() {
+    return this.#language.name
   }
 
   /** False once the kernel was closed or torn down (timeout, output cap, its box died, or an
@@ -25,12 +53,16 @@ class Kernel {
   }
 
   /** Runs a cell in the warm interpreter; state persists from earlier cells. Cells run one after
-   * another in call order. */
+   * another in call order. A JavaScript/TypeScript cell is prepared here, on the host. */
   async runCode(code, opts = {}) {
     opts = optionsBag('runCode', opts)
     if (typeof code !== 'string') throw new SandboxError(`code must be a string, got ${show(code)}`)
     if (opts.timeoutS != null && typeof opts.timeoutS !== 'number') {
       throw new SandboxError('timeoutS must be a positive number of seconds')
+    }
+    if (this.#language.native === 'javascript') {
+      if (code.includes('\0')) throw new SandboxError('code must be a string with no NUL byte')
+      code = prepareCell(code, { typescript: !!this.#language.typescript })
     }
     const delivered = []
     let settled = false
@@ -65,4 +97,4 @@ class Kernel {
   }
 }
 
-module.exports = { Kernel }
+module.exports = { Kernel, kernelLanguage }

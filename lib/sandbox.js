@@ -9,7 +9,21 @@ const {
 } = require('./options.js')
 const { chunkSink, nativeCall, cancellable } = require('./calls.js')
 const { finishResult } = require('./results.js')
-const { Kernel } = require('./kernel.js')
+const { Kernel, kernelLanguage } = require('./kernel.js')
+const { prepareCell } = require('./jscell.js')
+
+/** One-shot runCode languages: what the native side runs, and whether the code is prepared as a
+ * JavaScript cell (TypeScript: with its types stripped) first. */
+const RUN_LANGUAGES = {
+  python: ['python'],
+  bash: ['bash'],
+  node: ['javascript', false],
+  javascript: ['javascript', false],
+  js: ['javascript', false],
+  typescript: ['javascript', true],
+  ts: ['javascript', true],
+}
+const RUN_LANGUAGES_TEXT = "'python' | 'bash' | 'node' | 'javascript' | 'typescript'"
 
 /** A configured kernel sandbox. Files persist in the workspace across calls; every
  * runCode()/run() is a fresh, network-off box. */
@@ -50,15 +64,20 @@ class Sandbox {
     await this.close()
   }
 
-  /** Runs `code` in a fresh box: python (default), bash or node. */
+  /** Runs `code` in a fresh box: python (default), bash, or JavaScript/TypeScript ('node',
+   * 'javascript' / 'js', 'typescript' / 'ts'). Python and JavaScript hand back rich results. */
   async runCode(code, opts = {}) {
     opts = optionsBag('runCode', opts)
     if (typeof code !== 'string') throw new TypeError(`code must be a string, got ${typeof code}`)
     const language = opts.language ?? 'python'
-    if (typeof language !== 'string') {
-      throw new SandboxError(`unsupported language ${show(language)} (v1: 'python' | 'bash' | 'node')`)
+    const run = typeof language === 'string' && Object.hasOwn(RUN_LANGUAGES, language) ? RUN_LANGUAGES[language] : null
+    if (!run) throw new SandboxError(`unsupported language ${show(language)} (${RUN_LANGUAGES_TEXT})`)
+    const [nativeLanguage, typescript] = run
+    if (nativeLanguage === 'javascript' && code.includes('\0')) {
+      throw new SandboxError('command/code must be strings with no NUL byte')
     }
-    return this.#call(opts, (call, out, err) => this.#native.runCode(code, language, call, out, err))
+    const body = nativeLanguage === 'javascript' ? prepareCell(code, { typescript }) : code
+    return this.#call(opts, (call, out, err) => this.#native.runCode(body, nativeLanguage, call, out, err))
   }
 
   /** Runs an argv array (never a shell string) in a fresh box. */
@@ -85,14 +104,22 @@ class Sandbox {
     return finishResult(r, opts.onResult)
   }
 
-  /** Starts a warm Python interpreter in one long-lived box on this session's workspace: cells
-   * share memory and cost well under a millisecond, but are not isolated from each other. */
+  /** Starts a warm interpreter in one long-lived box on this session's workspace: Python
+   * (default), or node for 'javascript' / 'typescript'. Cells share memory and cost well under a
+   * millisecond, but are not isolated from each other. `image` replaces the session's image for
+   * this kernel only. */
   async kernel(opts = {}) {
     opts = optionsBag('kernel', opts)
     const timeoutS = opts.timeoutS ?? this.timeoutS
     if (typeof timeoutS !== 'number') throw new SandboxError('timeoutS must be a positive number of seconds')
-    const native = await callNative(() => this.#native.kernel(timeoutS))
-    return new Kernel(native, this, (callId) => this.#native.cancel(callId))
+    const language = kernelLanguage(opts.language ?? 'python')
+    if (opts.image != null && typeof opts.image !== 'string') {
+      throw new SandboxError(`invalid option image: expected a string, got ${show(opts.image)}`)
+    }
+    const native = await callNative(() =>
+      this.#native.kernel(timeoutS, language.native, opts.image ?? undefined),
+    )
+    return new Kernel(native, this, (callId) => this.#native.cancel(callId), language)
   }
 
   /** Writes a Buffer or string to a workspace-relative path (contained, regular files only). */

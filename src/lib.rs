@@ -477,12 +477,18 @@ impl NativeSandbox {
         &self,
         env: &'e Env,
         timeout_s: Option<f64>,
+        language: String,
+        image: Option<String>,
         ipython: Option<bool>,
     ) -> napi::Result<PromiseRaw<'e, NativeKernel>> {
         let timeout_s = timeout_s.map(options::check_timeout).transpose()?;
+        let language = kernel::language::Language::parse(&language)?;
+        let image = image.map(options::check_image).transpose()?;
         let s = self.inner.clone();
         promise(env, async move {
-            let inner = s.open_kernel(timeout_s, ipython.unwrap_or(false)).await?;
+            let inner = s
+                .open_kernel(language, image, timeout_s, ipython.unwrap_or(false))
+                .await?;
             Ok(NativeKernel {
                 inner,
                 timeout_s: timeout_s.unwrap_or(s.cfg.timeout_s),

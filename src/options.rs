@@ -358,7 +358,7 @@ fn whole_cap(
 
 /// An image reference: registry/name:tag@digest characters only, never starting with `-`, so the
 /// value can never read as a flag to kern.
-fn check_image(i: String) -> Result<String> {
+pub fn check_image(i: String) -> Result<String> {
     let ok = !i.is_empty()
         && i.len() <= 512
         && !i.starts_with('-')

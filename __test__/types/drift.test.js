@@ -118,7 +118,7 @@ test('per-call options: what Sandbox#runCode/#run read is what PerCallOptions/Ru
   assert.deepEqual(declaredInterface('PerCallOptions').sort(), ['onStderr', 'onStdout', 'signal', 'timeoutS'])
   assert.deepEqual(declaredInterface('RunCodeOptions').sort(), ['language', 'onResult'])
   assert.deepEqual(declaredInterface('CellOptions').sort(), ['onResult', 'onStderr', 'onStdout', 'signal', 'timeoutS'])
-  assert.deepEqual(declaredInterface('KernelOptions'), ['timeoutS'])
+  assert.deepEqual(declaredInterface('KernelOptions').sort(), ['image', 'language', 'timeoutS'])
   const js = jsSources()
   for (const k of ['signal', 'onStdout', 'onStderr', 'onResult', 'timeoutS', 'language']) {
     assert.ok(new RegExp(`opts\\.${k}\\b`).test(js), `index.js no longer reads opts.${k}: update PerCallOptions`)

@@ -9,7 +9,7 @@ const { DEFAULTS, nativeOptions } = require('../options.js')
 const { callNative } = require('../errors.js')
 const { SandboxError, InvalidArgumentError, NotFoundError, killedError, toE2B } = require('./errors.js')
 const { Contexts, coreKernel, HOME, KERNEL_BACKSTOP_S } = require('./contexts.js')
-const kernels = require('../kernel.js')
+const { kernelLanguage } = require('../kernel.js')
 const { Filesystem } = require('./files.js')
 const { Commands } = require('./commands.js')
 
@@ -243,13 +243,10 @@ class Sandbox {
     this.#alive()
     const cancel = (id) => this.#native.cancel(id)
     if (language === 'python' || language === 'bash') {
-      const native = await callNative(() => this.#native.kernel(KERNEL_BACKSTOP_S, true))
-      return coreKernel(native, cancel)
+      const native = await callNative(() => this.#native.kernel(KERNEL_BACKSTOP_S, 'python', undefined, true))
+      return coreKernel(native, cancel, kernelLanguage('python'))
     }
-    if (typeof kernels.kernelLanguage !== 'function') {
-      throw new SandboxError(`${language} contexts need the package's JavaScript kernel, which this build does not have`)
-    }
-    const lang = kernels.kernelLanguage(language)
+    const lang = kernelLanguage(language)
     try {
       const native = await callNative(() => this.#native.kernel(KERNEL_BACKSTOP_S, lang.native, undefined, false))
       return coreKernel(native, cancel, lang)

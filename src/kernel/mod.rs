@@ -1,4 +1,5 @@
-//! The warm kernel: one resident Python interpreter in a long-lived box, fed cells over a pipe.
+//! The warm kernel: one resident interpreter (Python, or node for JavaScript and TypeScript) in a
+//! long-lived box, fed cells over a pipe.
 //!
 //! One task owns the box and serves cells strictly in the order they were queued, settling each
 //! cell's promise itself; an idle kernel gets a new cell written at once from the JS thread, so
@@ -7,6 +8,7 @@
 //! interrupts the cell (KeyboardInterrupt) and tears down only a cell that does not stop within
 //! a grace.
 
+pub mod language;
 pub mod protocol;
 pub mod rich;
 
@@ -694,8 +696,8 @@ fn find_driver(kern_pid: i32, marker: &str) -> Option<i32> {
     })
 }
 
-/// kern's own processes carry the same argv after their `--`: only the interpreter's whole
-/// command line is `python3 -c DRIVER <marker>`.
+/// kern's own processes (and the JavaScript driver's sh launcher) carry the marker too: only the
+/// interpreter's whole command line is `python3 -c DRIVER <marker>` or `node -e DRIVER <marker>`.
 fn is_driver_cmdline(cmdline: &[u8], marker: &str) -> bool {
     let args: Vec<&[u8]> = cmdline
         .strip_suffix(b"\0")
@@ -707,7 +709,7 @@ fn is_driver_cmdline(cmdline: &[u8], marker: &str) -> bool {
         5 => args[3].starts_with(b"ipython:"), // `python3 -c DRIVER ipython:… <marker>`
         _ => false,
     };
-    mode_ok && args[1] == b"-c" && args.last() == Some(&marker.as_bytes())
+    mode_ok && (args[1] == b"-c" || args[1] == b"-e") && args.last() == Some(&marker.as_bytes())
 }
 
 /// The next frame of the running cell: any that arrived early first.
@@ -744,5 +746,11 @@ mod tests {
             b"python3\0-c\0import sys\0other\0kern-kernel-00ff\0",
             m
         ));
+        assert!(is_driver_cmdline(
+            b"node\0-e\0driver\0kern-kernel-00ff\0",
+            m
+        ));
+        let launcher = b"/bin/sh\0-c\0exec node\0kern-js-kernel\0driver\0kern-kernel-00ff\0";
+        assert!(!is_driver_cmdline(launcher, m));
     }
 }

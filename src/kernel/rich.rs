@@ -1,4 +1,5 @@
-//! Rich results of Python code: the in-box runner and kernel driver, and what they hand back.
+//! Rich results of Python and JavaScript code: the in-box runners and kernel drivers, and what
+//! they hand back.
 //!
 //! Both run next to untrusted code, so everything they write back is data to vet: the host reads
 //! it bounded and without following links, and index.js parses each JSON line on its own, so one
@@ -29,10 +30,26 @@ pub const KERNEL_DRIVER: &str = concat!(
     include_str!("python/kernel.py")
 );
 
+/// The JavaScript kernel's driver, run as `node -e DRIVER <marker>` by [`JS_LAUNCH`]. `-e` code
+/// is a script: wrapped in a function, its names stay out of the global scope cells share.
+pub const JS_KERNEL_DRIVER: &str = concat!(
+    "(() => {\n",
+    include_str!("js/core.js"),
+    include_str!("js/kernel.js"),
+    "})()\n"
+);
+
+/// The sh script that starts the JavaScript driver with its fds laid out.
+pub const JS_LAUNCH: &str = include_str!("js/launch.sh");
+
+/// The one-shot JavaScript runner, run as `node /workspace/.run-<id>.js`.
+pub const JS_RUNNER: &str = concat!(include_str!("js/core.js"), include_str!("js/runner.js"));
+
 /// The most the host reads of what a cell writes back (results file or kernel result frames).
 pub const RESULTS_MAX: u64 = 64 << 20;
 
-/// A one-shot Python call's helper files at the workspace root.
+/// A one-shot rich-result call's helper files at the workspace root: the cell (Python source, or
+/// the prepared JavaScript cell as JSON), the runner, and the results it writes.
 pub struct CellFiles {
     pub cell: String,
     pub runner: String,
@@ -40,11 +57,23 @@ pub struct CellFiles {
 }
 
 impl CellFiles {
-    pub fn new(tag: &str) -> CellFiles {
+    pub fn new(tag: &str, language: crate::kernel::language::Language) -> CellFiles {
+        let (cell, run) = match language {
+            crate::kernel::language::Language::Python => ("py", "py"),
+            crate::kernel::language::Language::JavaScript => ("json", "js"),
+        };
         CellFiles {
-            cell: format!(".cell-{tag}.py"),
-            runner: format!(".run-{tag}.py"),
+            cell: format!(".cell-{tag}.{cell}"),
+            runner: format!(".run-{tag}.{run}"),
             results: format!(".res-{tag}.json"),
+        }
+    }
+
+    /// The in-box runner's source.
+    pub fn runner_source(language: crate::kernel::language::Language) -> &'static str {
+        match language {
+            crate::kernel::language::Language::Python => RUNNER,
+            crate::kernel::language::Language::JavaScript => JS_RUNNER,
         }
     }
 
@@ -80,7 +109,7 @@ mod tests {
 
     #[test]
     fn helper_names_share_one_tag() {
-        let f = CellFiles::new("0a1b2c3d");
+        let f = CellFiles::new("0a1b2c3d", crate::kernel::language::Language::Python);
         assert_eq!(
             f.all(),
             [
@@ -93,6 +122,19 @@ mod tests {
             .all()
             .iter()
             .all(|n| crate::workspace::track::is_helper_file(n)));
+        let js = CellFiles::new("0a1b2c3d", crate::kernel::language::Language::JavaScript);
+        assert_eq!(
+            js.all(),
+            [
+                ".cell-0a1b2c3d.json",
+                ".run-0a1b2c3d.js",
+                ".res-0a1b2c3d.json"
+            ]
+        );
+        assert!(js
+            .all()
+            .iter()
+            .all(|n| crate::workspace::track::is_helper_file(n)));
     }
 
     #[test]
@@ -101,5 +143,10 @@ mod tests {
         assert!(!include_str!("python/charts.py").contains("'''"));
         assert!(RUNNER.contains("def _bundle") && RUNNER.ends_with("_run()\n"));
         assert!(KERNEL_DRIVER.contains("def _bundle") && KERNEL_DRIVER.ends_with("_serve()\n"));
+        assert!(
+            JS_KERNEL_DRIVER.contains("function bundleOf")
+                && JS_KERNEL_DRIVER.ends_with("serve()\n})()\n")
+        );
+        assert!(JS_RUNNER.contains("function bundleOf") && JS_RUNNER.ends_with("run()\n"));
     }
 }

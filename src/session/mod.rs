@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use crate::errors::{Error, Result};
+use crate::kernel::language::Language;
 use crate::kernel::rich::{self, CellFiles};
 use crate::kernel::Kernel;
 use crate::lifecycle::argv::{self, BoxSpec};
@@ -250,6 +251,7 @@ impl Session {
         self.exec(command, opts, false).await
     }
 
+    /// `code` is the prepared cell (JSON, lib/jscell.js) for "javascript", the source otherwise.
     pub async fn run_code(
         self: &Arc<Self>,
         code: String,
@@ -257,12 +259,12 @@ impl Session {
         opts: CallOptions,
     ) -> Result<Outcome> {
         let (runner, flag, ext) = match language {
-            "python" => ("python3", "-c", "py"),
+            "python" | "javascript" => ("", "", ""),
             "bash" => ("sh", "-c", "sh"),
-            "node" => ("node", "-e", "js"),
             other => {
                 return Err(Error::sandbox(format!(
-                    "unsupported language {other:?} (v1: 'python' | 'bash' | 'node')"
+                    "unsupported language {other:?} (expected 'python', 'bash', 'node', \
+                     'javascript' or 'typescript')"
                 )))
             }
         };
@@ -271,8 +273,8 @@ impl Session {
                 "command/code must be strings with no NUL byte",
             ));
         }
-        if language == "python" {
-            return self.run_python(code, opts).await;
+        if let Ok(lang) = Language::parse(language) {
+            return self.run_with_runner(code, lang, opts).await;
         }
         if code.len() <= INLINE_CODE_MAX {
             return self
@@ -299,20 +301,32 @@ impl Session {
         result
     }
 
-    /// Python through the rich-result runner: the cell and the runner go in as workspace files,
-    /// the results come back in a third; all three are gone when the call ends, however it ends.
-    async fn run_python(self: &Arc<Self>, code: String, opts: CallOptions) -> Result<Outcome> {
+    /// Python or JavaScript through its rich-result runner: the cell and the runner go in as
+    /// workspace files, the results come back in a third; all three are gone when the call ends,
+    /// however it ends.
+    async fn run_with_runner(
+        self: &Arc<Self>,
+        code: String,
+        language: Language,
+        opts: CallOptions,
+    ) -> Result<Outcome> {
         let opened = self.opened()?;
-        let files = Arc::new(CellFiles::new(&random_hex(4)));
+        let files = Arc::new(CellFiles::new(&random_hex(4), language));
         let (o, f) = (opened.clone(), files.clone());
         blocking(move || {
             o.ws.write_file(&f.cell, code.as_bytes())?;
-            o.ws.write_file(&f.runner, rich::RUNNER.as_bytes())
+            o.ws.write_file(&f.runner, CellFiles::runner_source(language).as_bytes())
         })
         .await
         .inspect_err(|_| remove_helpers(&opened, &files))?;
+        let interpreter = match language {
+            Language::Python => "python3",
+            Language::JavaScript => "node",
+        };
         let runner = format!("{}/{}", self.cfg.box_workspace, files.runner);
-        let result = self.exec(vec!["python3".into(), runner], opts, false).await;
+        let result = self
+            .exec(vec![interpreter.into(), runner], opts, false)
+            .await;
         let (o, f) = (opened.clone(), files.clone());
         let written = blocking(move || {
             let got = o.ws.read_file(&f.results, Some(rich::RESULTS_MAX));
@@ -325,11 +339,14 @@ impl Session {
         Ok(out)
     }
 
-    /// Starts a warm kernel on this session's workspace, with the session's box settings.
-    /// `ipython` turns on IPython-style cells in the driver (shell escapes, magics, PIL saves
-    /// shown), as E2B's kernels take them.
+    /// Starts a warm kernel on this session's workspace, with the session's box settings; `image`
+    /// (validated) replaces the session's image for this kernel only. `ipython` turns on
+    /// IPython-style cells in a Python driver (shell escapes, magics, PIL saves shown), as E2B's
+    /// kernels take them.
     pub async fn open_kernel(
         self: &Arc<Self>,
+        language: Language,
+        image: Option<String>,
         timeout_s: Option<f64>,
         ipython: bool,
     ) -> Result<Arc<Kernel>> {
@@ -337,25 +354,30 @@ impl Session {
         let opened = self.opened()?;
         let name = box_name();
         let marker = format!("kern-kernel-{}", random_hex(8));
-        let mut command = vec![
-            "python3".to_string(),
-            "-c".to_string(),
-            rich::KERNEL_DRIVER.to_string(),
-        ];
+        let mut command = language.command(&marker);
         if ipython {
-            // The driver tells `%pip` without a network apart, to say so instead of hanging.
+            if language != Language::Python {
+                return Err(Error::sandbox("IPython-style cells are for Python kernels only"));
+            }
+            // The driver tells `%pip` without a network apart, to say so instead of hanging. The
+            // marker stays last: it is how the host finds the driver to interrupt it.
             let net = self.cfg.network || !self.cfg.egress_allow.is_empty();
-            command.push(
-                if net {
-                    "ipython:net"
-                } else {
-                    "ipython:offline"
-                }
-                .into(),
-            );
+            let mode = if net { "ipython:net" } else { "ipython:offline" };
+            command.insert(command.len() - 1, mode.into());
         }
-        command.push(marker.clone()); // last: how the host finds the driver to interrupt it
-        let args = self.box_args(&opened, &name, &command, false, KERNEL_BACKSTOP_S);
+        let args = match image {
+            Some(image) => {
+                let cfg = Config {
+                    image,
+                    ..self.cfg.clone()
+                };
+                argv::box_argv(
+                    &cfg,
+                    &self.box_spec(&opened, &name, &command, false, KERNEL_BACKSTOP_S),
+                )
+            }
+            None => self.box_args(&opened, &name, &command, false, KERNEL_BACKSTOP_S),
+        };
         let (boxed, pipes) = spawn::start_resident(
             &self.cfg.kern,
             &name,
@@ -447,7 +469,21 @@ impl Session {
         setup: bool,
         timeout_s: f64,
     ) -> Vec<std::ffi::OsString> {
-        let spec = BoxSpec {
+        argv::box_argv(
+            &self.cfg,
+            &self.box_spec(opened, name, command, setup, timeout_s),
+        )
+    }
+
+    fn box_spec<'a>(
+        &self,
+        opened: &'a Opened,
+        name: &'a str,
+        command: &'a [String],
+        setup: bool,
+        timeout_s: f64,
+    ) -> BoxSpec<'a> {
+        BoxSpec {
             name,
             workspace: opened.ws.path(),
             deps_readonly: self.cfg.deps_readonly && !setup && opened.ws.has_deps_dir(),
@@ -455,8 +491,7 @@ impl Session {
             setup,
             env_file: Some(&opened.env_file),
             command,
-        };
-        argv::box_argv(&self.cfg, &spec)
+        }
     }
 
     /// Runs `command` in a fresh box of this session, until it ends, times out or is stopped.

@@ -45,9 +45,9 @@ pub struct FileInfo {
     pub change: String,
 }
 
-/// Our helper files at the workspace root, which no listing shows: `.cell-<8 hex>.<py|sh|js>`
-/// (code too long for argv, or a Python cell), `.run-<8 hex>.py` (the rich-result runner) and
-/// `.res-<8 hex>.json` (the results it writes back).
+/// Our helper files at the workspace root, which no listing shows: `.cell-<8 hex>.<py|sh|js|json>`
+/// (code too long for argv, a Python cell, or a prepared JavaScript cell), `.run-<8 hex>.<py|js>`
+/// (the rich-result runners) and `.res-<8 hex>.json` (the results they write back).
 pub fn is_helper_file(rel: &str) -> bool {
     let tagged = |rest: &str, exts: &[&str]| {
         rest.split_once('.').is_some_and(|(tag, ext)| {
@@ -55,9 +55,9 @@ pub fn is_helper_file(rel: &str) -> bool {
         })
     };
     if let Some(rest) = rel.strip_prefix(".cell-") {
-        tagged(rest, &["py", "sh", "js"])
+        tagged(rest, &["py", "sh", "js", "json"])
     } else if let Some(rest) = rel.strip_prefix(".run-") {
-        tagged(rest, &["py"])
+        tagged(rest, &["py", "js"])
     } else if let Some(rest) = rel.strip_prefix(".res-") {
         tagged(rest, &["json"])
     } else {
@@ -515,6 +515,9 @@ mod tests {
         assert!(is_helper_file(".res-0a1b2c3d.json"));
         assert!(!is_helper_file(".res-0a1b2c3d.py"));
         assert!(!is_helper_file("d/.res-0a1b2c3d.json"));
+        assert!(is_helper_file(".cell-0a1b2c3d.json"));
+        assert!(is_helper_file(".run-0a1b2c3d.js"));
+        assert!(!is_helper_file(".run-0a1b2c3d.sh"));
     }
 
     fn changes(files: Vec<FileInfo>) -> Vec<(String, String)> {

@@ -1,0 +1,232 @@
+
+// Warm kernel driver: one resident node serving cells, run as `node -e DRIVER <marker>` by the
+// launcher (launch.sh), which hands it the box's stdin/stdout as fds 3/4 (the control channel),
+// /dev/null as fd 0, and as fds 1/2 the write ends of two pipes whose read ends are fds 5/6.
+// Frames both ways are a kind byte, a little-endian u32 length and the payload:
+//   host -> box:  c <prepared cell, JSON>
+//   box -> host:  R (ready)  o/e <stdout/stderr bytes>  r <result JSON>  x <error JSON>  d <exit status>
+// console and process.stdout/stderr write frames directly; raw fd 1/2 writes (child processes,
+// fs.writeSync) go through the pipes this driver drains, so they cannot desync the frames.
+// An interrupt is SIGINT sent by the host to this process: V8 stops a synchronous cell
+// (breakOnSigint), and the handler below ends a cell stuck on an await.
+const net = require('net')
+const C = fs.constants
+
+/** A private copy of an inherited pipe (close-on-exec, its own file status flags), so children
+ * of a cell never hold the control channel; the inherited one is closed. Anything but a pipe
+ * cannot be reopened and is used as it is (`fallback`), or not at all. */
+function reopen(fd, flags, fallback) {
+  try {
+    const own = fs.openSync('/proc/self/fd/' + fd, flags)
+    fs.closeSync(fd)
+    return own
+  } catch {
+    return fallback ? fd : -1
+  }
+}
+
+const ctrlIn = reopen(3, C.O_RDONLY, true)
+const ctrlOut = reopen(4, C.O_WRONLY, true)
+const rawFds = [
+  [reopen(5, C.O_RDONLY | C.O_NONBLOCK, false), 0x6f],
+  [reopen(6, C.O_RDONLY | C.O_NONBLOCK, false), 0x65],
+].filter(([fd]) => fd >= 0)
+const realExit = process.exit.bind(process)
+
+/** Writes frames, [kind, Buffer or string] each, in one write. */
+function send(...frames) {
+  const parts = frames.map(([kind, payload]) => [kind, typeof payload === 'string' ? Buffer.from(payload) : payload])
+  const frame = Buffer.allocUnsafe(parts.reduce((n, [, p]) => n + 5 + p.length, 0))
+  let at = 0
+  for (const [kind, p] of parts) {
+    frame[at] = kind
+    frame.writeUInt32LE(p.length, at + 1)
+    frame.set(p, at + 5)
+    at += 5 + p.length
+  }
+  let off = 0
+  while (off < frame.length) {
+    try {
+      off += fs.writeSync(ctrlOut, frame, off)
+    } catch (e) {
+      if (e.code !== 'EAGAIN' && e.code !== 'EINTR') realExit(71) // the host is gone
+    }
+  }
+}
+
+// The running cell, or null between cells.
+let cell = null
+// Output made between cells (a timer, a late rejection) goes to the next cell, within a bound.
+const held = []
+let heldBytes = 0
+const HELD_MAX = 1 << 20
+let lastDrain = 0
+const scratch = Buffer.allocUnsafe(1 << 16)
+
+/** Forwards what raw fd 1/2 writes are waiting. An empty pipe answers EAGAIN, which node throws:
+ * with no stack to capture, that costs a few microseconds. */
+function drainRaw() {
+  lastDrain = performance.now()
+  const limit = Error.stackTraceLimit
+  Error.stackTraceLimit = 0
+  try {
+    for (const [fd, kind] of rawFds) {
+      for (;;) {
+        let n
+        try {
+          n = fs.readSync(fd, scratch, 0, scratch.length, null)
+        } catch {
+          break // EAGAIN: nothing waits
+        }
+        if (n <= 0) break
+        output(kind, Buffer.from(scratch.subarray(0, n)), true)
+      }
+    }
+  } finally {
+    Error.stackTraceLimit = limit
+  }
+}
+
+function output(kind, buf, drained) {
+  if (!buf.length) return
+  if (cell) {
+    // Raw writes made before this one go out first (checked at most every millisecond: a read
+    // that finds nothing costs an exception).
+    if (!drained && performance.now() - lastDrain > 1) drainRaw()
+    send([kind, buf])
+  } else if (heldBytes < HELD_MAX) {
+    const kept = buf.subarray(0, HELD_MAX - heldBytes)
+    held.push([kind, Buffer.from(kept)])
+    heldBytes += kept.length
+  }
+}
+
+function patchStream(stream, kind) {
+  stream.write = function write(chunk, encoding, cb) {
+    if (typeof encoding === 'function') {
+      cb = encoding
+      encoding = undefined
+    }
+    let buf
+    if (typeof chunk === 'string') buf = Buffer.from(chunk, Buffer.isEncoding(encoding) ? encoding : 'utf8')
+    else if (chunk instanceof Uint8Array) buf = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+    else throw new TypeError('The "chunk" argument must be of type string or an instance of Buffer or Uint8Array')
+    output(kind, buf, false)
+    if (typeof cb === 'function') process.nextTick(cb)
+    return true
+  }
+}
+
+function report(prefix, e) {
+  const { text } = describeError(e)
+  output(0x65, Buffer.from(prefix + text), false)
+}
+
+function onStray(prefix) {
+  return (e) => {
+    if (e instanceof KernelExit) {
+      if (cell) cell.stop({ exit: e.code })
+      return
+    }
+    report(prefix, e)
+  }
+}
+
+function serveCell(body) {
+  let prepared
+  try {
+    prepared = JSON.parse(body.toString('utf8'))
+  } catch {
+    prepared = { syntaxError: { message: 'the host sent a cell that is not JSON' } }
+  }
+  count += 1
+  const file = `<cell-${count}>`
+  let stop
+  const stopped = new Promise((resolve) => (stop = resolve))
+  cell = { stop }
+  for (const [kind, buf] of held.splice(0)) send([kind, buf])
+  heldBytes = 0
+  // Raw output still in the pipes goes out before the cell's last frames; a cell with no call
+  // and no loop (prepared.guard false) wrote none.
+  const finish = (rc, result) => {
+    if (prepared.guard !== false) drainRaw()
+    cell = null
+    if (result === undefined) send([0x64, String(rc)])
+    else send([0x72, result], [0x64, String(rc)])
+  }
+  const fail = (e) => {
+    if (e instanceof KernelExit) return finish(e.code)
+    const { error, text } = describeError(e)
+    output(0x65, Buffer.from(text), false)
+    send([0x78, JSON.stringify(error)])
+    finish(1)
+  }
+  let running
+  try {
+    running = startCell(prepared, file)
+  } catch (e) {
+    return Promise.resolve(fail(e))
+  }
+  running.catch(() => {}) // settling after an interrupt is no one's business
+  return Promise.race([running.then((value) => ({ value })), stopped]).then((end) => {
+    if (end.exit !== undefined) return finish(end.exit)
+    if (end.interrupted) {
+      output(0x65, Buffer.from('Interrupted: the cell was still awaiting when it was interrupted\n'), false)
+      return finish(130)
+    }
+    finish(0, end.value === undefined ? undefined : resultJson(bundleOf(end.value), true))
+  }, fail)
+}
+
+let count = 0
+const queue = []
+let busy = false
+let inbuf = Buffer.alloc(0)
+
+async function pump() {
+  if (busy) return
+  busy = true
+  while (queue.length) await serveCell(queue.shift())
+  busy = false
+}
+
+function onControl(chunk) {
+  inbuf = inbuf.length ? Buffer.concat([inbuf, chunk]) : chunk
+  while (inbuf.length >= 5) {
+    const n = inbuf.readUInt32LE(1)
+    if (inbuf.length < 5 + n) break
+    const kind = inbuf[0]
+    const body = inbuf.subarray(5, 5 + n)
+    inbuf = inbuf.subarray(5 + n)
+    if (kind !== 0x63) realExit(0)
+    queue.push(Buffer.from(body))
+  }
+  pump()
+}
+
+function serve() {
+  process.argv.splice(1) // the marker is the host's business, as `node -e` has no arguments
+  patchStream(process.stdout, 0x6f)
+  patchStream(process.stderr, 0x65)
+  process.exit = function exit(code) {
+    throw new KernelExit(code === undefined ? process.exitCode ?? 0 : code)
+  }
+  process.on('SIGINT', () => {
+    if (cell) cell.stop({ interrupted: true })
+  })
+  process.on('uncaughtException', onStray('Uncaught '))
+  process.on('unhandledRejection', onStray('Uncaught (in promise) '))
+  installGlobals(makeDisplay((data) => output(0x72, Buffer.from(resultJson(data, false)), false)))
+  for (const [fd, kind] of rawFds) {
+    const s = new net.Socket({ fd, readable: true, writable: false })
+    s.on('data', (b) => output(kind, b, true))
+    s.on('error', () => {})
+  }
+  const control = new net.Socket({ fd: ctrlIn, readable: true, writable: false })
+  control.on('data', onControl)
+  control.on('end', () => realExit(0))
+  control.on('error', () => realExit(0))
+  send([0x52, ''])
+}
+
+serve()

@@ -1,0 +1,68 @@
+//! The kernel languages: which in-box driver serves cells and the command line that starts it.
+//! TypeScript is a JavaScript kernel whose cells the JS side strips of types first.
+
+use crate::errors::{Error, Result};
+use crate::kernel::rich;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Language {
+    Python,
+    JavaScript,
+}
+
+impl Language {
+    /// The language as JS names it (the JS side folds the aliases into these two).
+    pub fn parse(name: &str) -> Result<Language> {
+        match name {
+            "python" => Ok(Language::Python),
+            "javascript" => Ok(Language::JavaScript),
+            other => Err(Error::sandbox(format!(
+                "unsupported kernel language {other:?} (expected 'python', 'javascript' or 'typescript')"
+            ))),
+        }
+    }
+
+    /// The box command. Each driver ends up as a process whose whole command line is
+    /// `<interpreter> <flag> DRIVER <marker>`, which is how `find_driver` tells it from kern's own
+    /// processes; the JavaScript one is started through a small sh launcher that lays out its fds.
+    pub fn command(self, marker: &str) -> Vec<String> {
+        match self {
+            Language::Python => vec![
+                "python3".into(),
+                "-c".into(),
+                rich::KERNEL_DRIVER.into(),
+                marker.into(),
+            ],
+            Language::JavaScript => vec![
+                "/bin/sh".into(),
+                "-c".into(),
+                rich::JS_LAUNCH.into(),
+                "kern-js-kernel".into(),
+                rich::JS_KERNEL_DRIVER.into(),
+                marker.into(),
+            ],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn languages_are_the_two_drivers() {
+        assert_eq!(Language::parse("python").unwrap(), Language::Python);
+        assert_eq!(Language::parse("javascript").unwrap(), Language::JavaScript);
+        for bad in ["js", "ts", "Python", "", "ruby"] {
+            assert!(Language::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_js_launcher_hands_node_the_driver_and_marker() {
+        let c = Language::JavaScript.command("kern-kernel-00");
+        assert_eq!(c.len(), 6);
+        assert!(c[2].contains(r#"exec node -e "$1" "$2""#));
+        assert_eq!(c[5], "kern-kernel-00");
+    }
+}
