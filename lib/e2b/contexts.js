@@ -221,7 +221,7 @@ class Contexts {
     e.count += 1
     const error = r.error ? new ExecutionError(r.error.name, r.error.value, r.error.traceback) : undefined
     if (error && opts.onError) call(opts.onError, error)
-    return new Execution(r.results.map(e2b), { stdout: lines(r.stdout), stderr: lines(r.stderr) }, error, e.count)
+    return new Execution(r.results.map(e2b), { stdout: lines(r.stdout), stderr: lines(withoutTraceback(r.stderr, r.error)) }, error, e.count)
   }
 
   /** Closes every context's kernel (the sandbox's kill). */
@@ -229,6 +229,15 @@ class Contexts {
     const ks = [...this.#entries.values()].map((e) => e.kernel).filter(Boolean)
     await Promise.all(ks.map((p) => p.then((k) => k.close(), () => {})))
   }
+}
+
+/** stderr without the error's traceback at its end: as in Jupyter, it is the error, not output.
+ * (Python's IPython-style driver leaves it out itself; the JavaScript kernel prints it.) */
+function withoutTraceback(stderr, error) {
+  const tb = error && error.traceback
+  if (!tb) return stderr
+  for (const tail of [`${tb}\n`, tb]) if (stderr.endsWith(tail)) return stderr.slice(0, -tail.length)
+  return stderr
 }
 
 function stringValues(envs) {

@@ -251,21 +251,12 @@ class Sandbox {
       const native = await callNative(() => this.#native.kernel(KERNEL_BACKSTOP_S, lang.native, undefined, false))
       return coreKernel(native, cancel, lang)
     } catch (e) {
-      throw (await this.#withoutNode()) ? new SandboxError(
-        `${language} contexts run on node, and this sandbox's image (${this.#image}) has no node: use an image ` +
-          "with both Python and Node, as E2B's code-interpreter template has",
+      if (!/no node/.test(e.message)) throw e
+      throw new SandboxError(
+        `${language} contexts run on node, and this sandbox's image (${this.#image}) has no node on PATH: ` +
+          "use an image with both Python and Node, as E2B's code-interpreter template has",
         { cause: e },
-      ) : e
-    }
-  }
-
-  /** Whether the image lacks `node` (asked once a JavaScript kernel failed to start). */
-  async #withoutNode() {
-    try {
-      const r = await this.#native.run(['sh', '-c', 'command -v node'], { timeoutS: 30 }, undefined, undefined)
-      return r.exitCode !== 0 && !r.fault
-    } catch {
-      return false
+      )
     }
   }
 }
