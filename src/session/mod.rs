@@ -357,12 +357,18 @@ impl Session {
         let mut command = language.command(&marker);
         if ipython {
             if language != Language::Python {
-                return Err(Error::sandbox("IPython-style cells are for Python kernels only"));
+                return Err(Error::sandbox(
+                    "IPython-style cells are for Python kernels only",
+                ));
             }
             // The driver tells `%pip` without a network apart, to say so instead of hanging. The
             // marker stays last: it is how the host finds the driver to interrupt it.
             let net = self.cfg.network || !self.cfg.egress_allow.is_empty();
-            let mode = if net { "ipython:net" } else { "ipython:offline" };
+            let mode = if net {
+                "ipython:net"
+            } else {
+                "ipython:offline"
+            };
             command.insert(command.len() - 1, mode.into());
         }
         let args = match image {
