@@ -237,8 +237,9 @@ export class ExecutionResult {
  * What the sandbox does to a workload (timeout, blocked syscall, kill) is never thrown: it is
  * `fault` on the result. */
 export class SandboxError extends Error {
-  /** A stable machine-readable code when the error came from the native core, e.g. `"ERR_SANDBOX"`
-   * or `"ERR_MOUNT_REFUSED"`: match on it rather than on the message. */
+  /** A stable machine-readable code when the error came from the native core, e.g. `"ERR_SANDBOX"`,
+   * `"ERR_MOUNT_REFUSED"` or `"ERR_NOT_FOUND"` (a workspace path that does not exist): match on it
+   * rather than on the message. */
   code?: string;
 }
 /** A requested host mount was refused as unsafe (sensitive source, or a relative/escaping path). */
@@ -316,6 +317,10 @@ export interface SandboxOptions {
   /** A pre-loaded AppArmor profile to confine the box with (kern --apparmor), e.g. "kern-box"; kern
    * fails the box closed if the host has not loaded it. null or absent (default): none. */
   apparmor?: string | null;
+  /** Where the workspace is bound in every box, which is also the box's working directory and the
+   * base of `.deps` on `PYTHONPATH`: an absolute path of plain names, not `/`, `/proc`, `/sys` or
+   * `/dev`. Default "/workspace". */
+  boxWorkspace?: string;
 }
 
 /** The language runCode() runs `code` as. Match the image to it (python -> a python image, ...).

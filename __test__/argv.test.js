@@ -383,3 +383,53 @@ test('top-level runCode with an already-aborted signal invokes no kern', async (
   }
   assert.equal(fake.calls().length, 0)
 })
+
+test('boxWorkspace moves the one bind, --workdir, PYTHONPATH and setup\'s pip target together', async () => {
+  const fake = fakeKern()
+  const sbx = await sandboxWith(fake.bin, { boxWorkspace: '/home/user', depsReadonly: true, setup: 'pip install rich' })
+  assert.equal(sbx.boxWorkspace, '/home/user')
+  await sbx.open()
+  try {
+    fs.mkdirSync(path.join(sbx.workspacePath, '.deps'), { recursive: true })
+    await sbx.runCode('print(1)')
+    const [setup, run] = fake.boxCalls()
+    const ws = sbx.workspacePath
+    const dd = setup.argv.indexOf('--')
+    assert.equal(setup.argv.slice(dd + 1)[2], 'pip install --target /home/user/.deps --no-cache-dir --disable-pip-version-check rich')
+    const flags = run.argv.slice(0, run.argv.indexOf('--'))
+    assert.deepEqual(flags.slice(flags.indexOf('--ro') + 1, flags.indexOf('--timeout')), [
+      '-v', `${ws}:/home/user`, '--workdir', '/home/user', '-v', `${ws}/.deps:/home/user/.deps:ro`,
+    ])
+    assert.equal(flags.filter((f) => f === '-v').length, 2, 'the workspace is bound once (plus .deps)')
+    assert.match(run.argv[run.argv.length - 1], /^\/home\/user\/\.run-[0-9a-f]{8}\.py$/)
+    assert.equal(run.envFile.content, 'PYTHONPATH=/home/user/.deps\n')
+  } finally {
+    await sbx.close()
+  }
+})
+
+test('boxWorkspace must be a plain absolute path that is not / or under /proc, /sys, /dev', () => {
+  for (const bad of ['', '/', 'home/user', '/home/user/', '/a/../b', '/a/./b', '/a:b', '/a,b', '/a b', '/proc', '/dev/x', '/a\nb', '-v']) {
+    assert.throws(
+      () => new kern.Sandbox({ boxWorkspace: bad }),
+      (e) => e instanceof kern.SandboxError && /^invalid option boxWorkspace: expected an absolute path/.test(e.message),
+      JSON.stringify(bad),
+    )
+  }
+  assert.throws(() => new kern.Sandbox({ boxWorkspace: 7 }), /invalid option boxWorkspace: expected a string/)
+  assert.equal(new kern.Sandbox().boxWorkspace, '/workspace')
+})
+
+test('a box sees the workspace at boxWorkspace, as its working directory', async () => {
+  const sbx = await new kern.Sandbox({ boxWorkspace: '/home/user' }).open()
+  try {
+    await sbx.writeFile('probe.txt', 'here')
+    const r = await sbx.runCode('import os; print(os.getcwd(), open("/home/user/probe.txt").read(), os.path.exists("/workspace/probe.txt"))')
+    assert.equal(r.stdout, '/home/user here False\n', r.stderr)
+    const k = await sbx.kernel()
+    assert.equal((await k.runCode('import os; os.getcwd()')).results[0].text, "'/home/user'")
+    await k.close()
+  } finally {
+    await sbx.close()
+  }
+})

@@ -40,3 +40,21 @@ test('the package resolves by its own name through its exports map (import and r
   assert.equal(require('kern-sandbox'), cjs)
   assert.equal(require('kern-sandbox/package.json').version, '0.2.0')
 })
+
+test('kern-sandbox/e2b: the ESM entry\'s named and default exports are the CommonJS objects, and run a cell', async () => {
+  const esm = await import('kern-sandbox/e2b')
+  const e2bCjs = require('kern-sandbox/e2b')
+  assert.equal(require.resolve('kern-sandbox/e2b'), require.resolve('../e2b.js'))
+  assert.equal(esm.default, e2bCjs)
+  for (const k of Object.keys(e2bCjs)) assert.equal(esm[k], e2bCjs[k], k)
+  const { Sandbox, TimeoutError, SandboxError } = esm
+  assert.ok(new TimeoutError('x') instanceof e2bCjs.SandboxError && new TimeoutError('y') instanceof SandboxError)
+  const sbx = await Sandbox.create()
+  try {
+    const ex = await sbx.runCode('6 * 7')
+    assert.equal(ex.text, '42')
+    assert.ok(ex instanceof e2bCjs.Execution)
+  } finally {
+    await sbx.kill()
+  }
+})

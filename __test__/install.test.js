@@ -83,6 +83,40 @@ console.log(JSON.stringify({ resolved: import.meta.resolve('kern-sandbox'), same
   assert.deepEqual([e.same, e.version, e.stdout, e.success], [true, pkg.version, '42\n', true])
 })
 
+test('kern-sandbox/e2b works from the installed package: require and import, a cell, a file, a command', { skip }, () => {
+  fs.writeFileSync(
+    path.join(project, 'e2b.js'),
+    `const { Sandbox, CommandExitError } = require('kern-sandbox/e2b')
+;(async () => {
+  const sbx = await Sandbox.create()
+  const ex = await sbx.runCode('x = 6 * 7\\nprint("printed")\\nx')
+  await sbx.files.write('hello.txt', 'from the host')
+  const cmd = await sbx.commands.run('cat /home/user/hello.txt')
+  await sbx.kill()
+  console.log(JSON.stringify({ resolved: require.resolve('kern-sandbox/e2b'), text: ex.text, stdout: ex.logs.stdout, cmd: cmd.stdout, exitError: typeof CommandExitError }))
+})()`,
+  )
+  fs.writeFileSync(
+    path.join(project, 'e2b.mjs'),
+    `import { Sandbox } from 'kern-sandbox/e2b'
+import e2b from 'kern-sandbox/e2b'
+const sbx = await Sandbox.create()
+const ex = await sbx.runCode('!echo shell escape')
+await sbx.kill()
+console.log(JSON.stringify({ resolved: import.meta.resolve('kern-sandbox/e2b'), same: e2b.Sandbox === Sandbox, stdout: ex.logs.stdout }))`,
+  )
+  const cjs = node(['e2b.js'], project, { KERN_BIN: kernBin })
+  assert.equal(cjs.status, 0, cjs.stderr)
+  const c = JSON.parse(cjs.stdout)
+  assert.equal(c.resolved, path.join(project, 'node_modules', pkg.name, 'e2b.js'))
+  assert.deepEqual([c.text, c.stdout, c.cmd, c.exitError], ['42', ['printed\n'], 'from the host', 'function'])
+  const esm = node(['e2b.mjs'], project, { KERN_BIN: kernBin })
+  assert.equal(esm.status, 0, esm.stderr)
+  const e = JSON.parse(esm.stdout)
+  assert.equal(e.resolved, `file://${path.join(project, 'node_modules', pkg.name, 'e2b.mjs')}`)
+  assert.deepEqual([e.same, e.stdout], [true, ['shell escape\n']])
+})
+
 test('TypeScript finds the installed types (nodenext: both entries; node10: the top-level "types")', { skip }, async () => {
   const tsc = require.resolve('typescript/bin/tsc')
   const tsMajor = Number(require('typescript').version.split('.')[0])
@@ -99,11 +133,21 @@ export async function f(): Promise<SandboxFaultType | undefined> {
 const r = await runCode('print(1)')
 export const ok: boolean = r.success && kern.version.length > 0
 `)
+  fs.writeFileSync(path.join(project, 'use-e2b.mts'), `import { Sandbox, CommandExitError, type Execution } from 'kern-sandbox/e2b'
+const sbx = await Sandbox.create({ timeoutMs: 60_000 })
+const ex: Execution = await sbx.runCode('1 + 1', { onStdout: (m) => console.log(m.line) })
+export const text: string | undefined = ex.text
+export const isExit = (e: unknown): boolean => e instanceof CommandExitError && e.exitCode !== 0
+await sbx.kill()
+`)
+  fs.writeFileSync(path.join(project, 'use-e2b.cts'), `import e2b = require('kern-sandbox/e2b')
+export const create = (): Promise<e2b.Sandbox> => e2b.Sandbox.create('code-interpreter-v1', { allowInternetAccess: false })
+`)
   const typeRoots = [path.join(repo, 'node_modules', '@types')]
   // skipLibCheck: index.d.ts itself is checked by types/types.test.js; here only resolution and use.
   const base = { strict: true, noEmit: true, skipLibCheck: true, target: 'es2022', lib: ['es2022', 'esnext.disposable'], types: ['node'], typeRoots }
   const configs = {
-    nodenext: { compilerOptions: { ...base, module: 'nodenext', moduleResolution: 'nodenext' }, files: ['use.ts', 'use.mts'] },
+    nodenext: { compilerOptions: { ...base, module: 'nodenext', moduleResolution: 'nodenext' }, files: ['use.ts', 'use.mts', 'use-e2b.mts', 'use-e2b.cts'] },
     node10: {
       compilerOptions: { ...base, module: 'commonjs', moduleResolution: 'node10', esModuleInterop: true, ...(tsMajor >= 6 ? { ignoreDeprecations: '6.0' } : {}) },
       files: ['use.ts'],

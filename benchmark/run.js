@@ -490,6 +490,12 @@ const ROWS = [
     run: jsKernelRow,
   },
   {
+    id: 'e2b',
+    real: true,
+    title: "kern-sandbox/e2b: Sandbox.create() + first runCode('1 + 1'), then later cells",
+    run: e2bRow,
+  },
+  {
     id: 'pyrunner',
     real: true,
     title: 'one-shot Python runCode: runner overhead vs plain python3, and vs 0.1.23',
@@ -695,6 +701,36 @@ async function jsKernelRow() {
       line('type stripping, 1,000-line TS cell (amaro strip-only)', 'median ms', strip, null, 'none', null, '<= 5 ms', ts.error ? { ours: { errors: [ts.error] } } : null, strip == null ? undefined : strip <= 5),
       line('  whole cell preparation (strip + rewrite)', 'median ms', prep, null, 'none', null, 'report'),
     ],
+  }
+}
+
+/** kern-sandbox/e2b on ours alone (there is no reference): a fresh sandbox's first cell, which
+ * includes starting its Python kernel, and the cells after it. */
+async function e2bRow() {
+  const first = []
+  const later = []
+  const errors = []
+  let failed = 0
+  for (let r = 0; r < ROUNDS; r++) {
+    const res = await worker({ mode: 'e2b', module: IMPLS.ours, n: Q ? 5 : 15, warmup: 1, cells: Q ? 100 : 500 }, baseEnv(REAL_KERN))
+    if (res.error) {
+      errors.push(res.error)
+      continue
+    }
+    first.push(...res.first)
+    later.push(...res.later)
+    failed += res.failed
+    log(`  e2b round ${r + 1}/${ROUNDS}: create + first cell ${fmt(median(res.first))} ms, later cells ${fmt(median(res.later))} ms`)
+  }
+  const m1 = median(first)
+  const e = errors.length ? [errors[0].split('\n')[0]] : null
+  return {
+    data: { firstMs: m1, firstMaxMs: max(first), laterMs: median(later), failed, errors: errors.slice(0, 3) },
+    lines: [
+      line("e2b: Sandbox.create() + runCode('1 + 1')", 'median ms', m1, null, 'none', null, '<= 100 ms', e, m1 == null ? undefined : m1 <= 100),
+      line("  later cells (runCode('x = 1 + 1'))", 'median ms', median(later), null, 'none', null, 'report'),
+      failed ? { row: '', metric: 'failed calls', ours: String(failed), ref: '', ratio: '', target: '', result: '' } : null,
+    ].filter(Boolean),
   }
 }
 

@@ -11,13 +11,13 @@ const DEFAULTS = Object.freeze(native.optionDefaults())
 /** The options a Sandbox exposes as properties, in 0.1.1's order. */
 const EXPOSED = [
   'image', 'setup', 'workspace', 'memoryMb', 'cpus', 'pids', 'timeoutS', 'network', 'egressAllow', 'mounts',
-  'profiles', 'env', 'maxOutputBytes', 'enforceLimits', 'depsReadonly', 'trackFiles',
+  'profiles', 'env', 'maxOutputBytes', 'enforceLimits', 'depsReadonly', 'trackFiles', 'boxWorkspace',
 ]
 /** Options whose `null` means "no cap" rather than "default". */
 const NULLABLE_CAPS = new Set(['memoryMb', 'pids', 'cpus'])
 /** Options handed to the native constructor, with the JS type each must have. */
 const OPTION_TYPES = {
-  image: 'string', setup: 'string', workspace: 'string', securityProfile: 'string', apparmor: 'string',
+  image: 'string', setup: 'string', workspace: 'string', securityProfile: 'string', apparmor: 'string', boxWorkspace: 'string',
   memoryMb: 'number', cpus: 'number', pids: 'number', timeoutS: 'number', maxOutputBytes: 'number',
   network: 'boolean', enforceLimits: 'boolean', depsReadonly: 'boolean', trackFiles: 'boolean',
   requireLimits: 'boolean', egressAllow: 'string[]', profiles: 'string[]', capDrop: 'string[]',

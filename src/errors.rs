@@ -17,6 +17,9 @@ pub enum Error {
     /// A host mount (or the workspace) was refused as unsafe.
     #[error("{0}")]
     MountRefused(String),
+    /// A workspace path that does not exist (JS: a SandboxError with code `ERR_NOT_FOUND`).
+    #[error("{0}")]
+    NotFound(String),
     /// The call was cancelled through its AbortSignal; JS rejects with `signal.reason`.
     #[error("the call was aborted")]
     Aborted,
@@ -42,6 +45,7 @@ impl Error {
         match self {
             Error::Sandbox(_) => "ERR_SANDBOX",
             Error::MountRefused(_) => "ERR_MOUNT_REFUSED",
+            Error::NotFound(_) => "ERR_NOT_FOUND",
             Error::Aborted => "ERR_ABORTED",
         }
     }
@@ -109,6 +113,8 @@ mod tests {
         assert_eq!(e.reason, "[ERR_MOUNT_REFUSED] no");
         let e: napi::Error = Error::sandbox("bad").into();
         assert_eq!(e.reason, "[ERR_SANDBOX] bad");
+        let e: napi::Error = Error::NotFound("gone".into()).into();
+        assert_eq!(e.reason, "[ERR_NOT_FOUND] gone");
     }
 
     #[tokio::test]

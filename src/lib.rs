@@ -85,6 +85,35 @@ impl From<Outcome> for NativeResult {
     }
 }
 
+/// One workspace entry, as `stat`/`listDir` report it.
+#[napi(object, object_from_js = false)]
+pub struct NativeEntry {
+    /// Relative to the workspace root ("" is the root).
+    pub path: String,
+    pub name: String,
+    /// "file", "dir", "symlink" or "other".
+    #[napi(js_name = "type")]
+    pub kind: String,
+    pub size: f64,
+    pub mode: u32,
+    pub modified_ms: f64,
+    pub symlink_target: Option<String>,
+}
+
+impl From<workspace::entries::Stat> for NativeEntry {
+    fn from(s: workspace::entries::Stat) -> Self {
+        NativeEntry {
+            path: s.rel,
+            name: s.name,
+            kind: s.kind.as_str().to_string(),
+            size: s.size as f64,
+            mode: s.mode,
+            modified_ms: s.mtime_ms,
+            symlink_target: s.link,
+        }
+    }
+}
+
 /// Runs a call's future on tokio as a JS promise; errors map once (tagged), panics included.
 fn promise<'e, T, F>(env: &'e Env, fut: F) -> napi::Result<PromiseRaw<'e, T>>
 where
@@ -291,6 +320,59 @@ impl NativeSandbox {
         })
     }
 
+    /// The entry at a workspace-relative path (not followed if a symlink), or null.
+    #[napi(ts_return_type = "Promise<NativeEntry | null>")]
+    pub fn stat<'e>(
+        &self,
+        env: &'e Env,
+        path: String,
+    ) -> napi::Result<PromiseRaw<'e, Option<NativeEntry>>> {
+        let s = self.inner.clone();
+        promise(env, async move {
+            Ok(s.stat(path).await?.map(NativeEntry::from))
+        })
+    }
+
+    /// A directory's entries, `depth` levels down (1: its own), in name order.
+    #[napi(ts_return_type = "Promise<NativeEntry[]>")]
+    pub fn list_dir<'e>(
+        &self,
+        env: &'e Env,
+        path: String,
+        depth: u32,
+    ) -> napi::Result<PromiseRaw<'e, Vec<NativeEntry>>> {
+        let s = self.inner.clone();
+        promise(env, async move {
+            let v = s.list_dir(path, depth).await?;
+            Ok(v.into_iter().map(NativeEntry::from).collect())
+        })
+    }
+
+    /// Creates a directory and its parents; false when it already existed.
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn make_dir<'e>(&self, env: &'e Env, path: String) -> napi::Result<PromiseRaw<'e, bool>> {
+        let s = self.inner.clone();
+        promise(env, async move { s.make_dir(path).await })
+    }
+
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn rename<'e>(
+        &self,
+        env: &'e Env,
+        from: String,
+        to: String,
+    ) -> napi::Result<PromiseRaw<'e, ()>> {
+        let s = self.inner.clone();
+        promise(env, async move { s.rename(from, to).await })
+    }
+
+    /// Removes a file, link or directory tree.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn remove<'e>(&self, env: &'e Env, path: String) -> napi::Result<PromiseRaw<'e, ()>> {
+        let s = self.inner.clone();
+        promise(env, async move { s.remove(path).await })
+    }
+
     #[napi]
     pub fn snapshot(&self, dest: String, max_bytes: Option<f64>) -> napi::Result<()> {
         self.archive(Archive::Snapshot, dest, max_bytes)
@@ -391,7 +473,8 @@ impl Archive {
 
 #[napi]
 impl NativeSandbox {
-    /// Starts a warm kernel on this session; resolves once its interpreter is ready.
+    /// Starts a warm kernel on this session; resolves once its interpreter is ready. `ipython`:
+    /// cells take IPython's shell escapes and magics (the E2B entry's Python contexts).
     #[napi(ts_return_type = "Promise<NativeKernel>")]
     pub fn kernel<'e>(
         &self,
@@ -399,13 +482,16 @@ impl NativeSandbox {
         timeout_s: Option<f64>,
         language: String,
         image: Option<String>,
+        ipython: Option<bool>,
     ) -> napi::Result<PromiseRaw<'e, NativeKernel>> {
         let timeout_s = timeout_s.map(options::check_timeout).transpose()?;
         let language = kernel::language::Language::parse(&language)?;
         let image = image.map(options::check_image).transpose()?;
         let s = self.inner.clone();
         promise(env, async move {
-            let inner = s.open_kernel(language, image, timeout_s).await?;
+            let inner = s
+                .open_kernel(language, image, timeout_s, ipython.unwrap_or(false))
+                .await?;
             Ok(NativeKernel {
                 inner,
                 timeout_s: timeout_s.unwrap_or(s.cfg.timeout_s),

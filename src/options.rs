@@ -24,6 +24,7 @@ pub struct Defaults {
     pub track_files: bool,
     pub cap_drop: &'static [&'static str],
     pub require_limits: bool,
+    pub box_workspace: &'static str,
 }
 
 pub const DEFAULTS: Defaults = Defaults {
@@ -38,6 +39,7 @@ pub const DEFAULTS: Defaults = Defaults {
     track_files: true,
     cap_drop: &["ALL"],
     require_limits: false,
+    box_workspace: "/workspace",
 };
 
 /// [`DEFAULTS`] as JS sees them, under the options' names.
@@ -54,6 +56,7 @@ pub struct OptionDefaults {
     pub track_files: bool,
     pub cap_drop: Vec<String>,
     pub require_limits: bool,
+    pub box_workspace: String,
 }
 
 #[napi]
@@ -71,6 +74,7 @@ pub fn option_defaults() -> OptionDefaults {
         track_files: d.track_files,
         cap_drop: d.cap_drop.iter().map(|c| c.to_string()).collect(),
         require_limits: d.require_limits,
+        box_workspace: d.box_workspace.into(),
     }
 }
 
@@ -137,6 +141,8 @@ pub struct SandboxOptions {
     pub require_limits: Option<bool>,
     /// AppArmor profile name (`--apparmor`).
     pub apparmor: Option<String>,
+    /// Where the workspace is bound in the box, and the box's working directory.
+    pub box_workspace: Option<String>,
 }
 
 #[napi(object)]
@@ -186,6 +192,8 @@ pub struct Config {
     pub security_profile: Option<String>,
     pub require_limits: bool,
     pub apparmor: Option<String>,
+    /// The workspace's path in the box: bind target, `--workdir`, and the base of `.deps`.
+    pub box_workspace: String,
 }
 
 impl Config {
@@ -194,6 +202,9 @@ impl Config {
     pub fn from_options(o: SandboxOptions) -> Result<Config> {
         let d = &DEFAULTS;
         let (network, egress_allow) = check_network(o.network, o.egress_allow)?;
+        let box_workspace = o
+            .box_workspace
+            .map_or(Ok(d.box_workspace.into()), check_box_workspace)?;
         Ok(Config {
             image: o.image.map_or(Ok(d.image.into()), check_image)?,
             setup: check_setup(o.setup)?,
@@ -206,7 +217,7 @@ impl Config {
             egress_allow,
             mounts: check_mounts(o.mounts)?,
             profiles: each(o.profiles, check_profile)?,
-            env_file: env_file_body(o.env.unwrap_or_default()),
+            env_file: env_file_body(o.env.unwrap_or_default(), &box_workspace),
             max_output: check_max_output(o.max_output_bytes)?,
             enforce_limits: o.enforce_limits.unwrap_or(d.enforce_limits),
             deps_readonly: o.deps_readonly.unwrap_or(d.deps_readonly),
@@ -218,6 +229,7 @@ impl Config {
             security_profile: o.security_profile.map(check_security_profile).transpose()?,
             require_limits: o.require_limits.unwrap_or(d.require_limits),
             apparmor: o.apparmor.map(check_apparmor).transpose()?,
+            box_workspace,
             kern: locate::find_kern()?,
         })
     }
@@ -506,7 +518,36 @@ fn check_apparmor(p: String) -> Result<String> {
     }
 }
 
-fn env_file_body(env: Vec<EnvInput>) -> std::result::Result<String, String> {
+/// The workspace's path in the box: absolute and plain (names of `[A-Za-z0-9._-]`, no `.` or `..`,
+/// no empty component), not `/` and not under kern's own `/proc`, `/sys` or `/dev`. It reaches
+/// kern's argv inside `-v` and `--workdir`, so nothing in it may read as a separator or a flag.
+fn check_box_workspace(p: String) -> Result<String> {
+    let names: Vec<&str> = p.strip_prefix('/').unwrap_or("").split('/').collect();
+    let plain = |n: &&str| {
+        !n.is_empty()
+            && *n != "."
+            && *n != ".."
+            && n.len() <= 255
+            && n.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+    };
+    let ok = p.starts_with('/')
+        && p.len() <= 1024
+        && names.iter().all(plain)
+        && !["proc", "sys", "dev"].contains(&names[0]);
+    if ok {
+        Ok(p)
+    } else {
+        Err(invalid(
+            "boxWorkspace",
+            "an absolute path in the box like \"/home/user\" (names of letters, digits, '.', '_' \
+             or '-'; not '/', '/proc', '/sys' or '/dev')",
+            shown(&p),
+        ))
+    }
+}
+
+fn env_file_body(env: Vec<EnvInput>, box_workspace: &str) -> std::result::Result<String, String> {
     let mut body = String::new();
     let mut has_pythonpath = false;
     // kern reads the file line by line, trimmed, skipping `#` comments: refuse what it would
@@ -537,7 +578,10 @@ fn env_file_body(env: Vec<EnvInput>) -> std::result::Result<String, String> {
         body.push('\n');
     }
     if !has_pythonpath {
-        body.push_str("PYTHONPATH=/workspace/.deps\n");
+        body.push_str(&format!(
+            "PYTHONPATH={box_workspace}/{}\n",
+            crate::workspace::DEPS_DIR
+        ));
     }
     Ok(body)
 }
@@ -723,47 +767,98 @@ mod tests {
 
     #[test]
     fn env_file_adds_pythonpath_unless_set() {
-        let body = env_file_body(vec![EnvInput {
-            key: "A".into(),
-            value: "1".into(),
-        }])
+        let body = env_file_body(
+            vec![EnvInput {
+                key: "A".into(),
+                value: "1".into(),
+            }],
+            "/workspace",
+        )
         .unwrap();
         assert_eq!(body, "A=1\nPYTHONPATH=/workspace/.deps\n");
-        let body = env_file_body(vec![EnvInput {
-            key: "PYTHONPATH".into(),
-            value: "/x".into(),
-        }])
+        let body = env_file_body(
+            vec![EnvInput {
+                key: "PYTHONPATH".into(),
+                value: "/x".into(),
+            }],
+            "/workspace",
+        )
         .unwrap();
         assert_eq!(body, "PYTHONPATH=/x\n");
-        assert!(env_file_body(vec![EnvInput {
-            key: "A".into(),
-            value: "x\ny".into()
-        }])
+        assert!(env_file_body(
+            vec![EnvInput {
+                key: "A".into(),
+                value: "x\ny".into()
+            }],
+            "/workspace"
+        )
         .is_err());
-        assert!(env_file_body(vec![EnvInput {
-            key: "A=B".into(),
-            value: "x".into()
-        }])
+        assert!(env_file_body(
+            vec![EnvInput {
+                key: "A=B".into(),
+                value: "x".into()
+            }],
+            "/workspace"
+        )
         .is_err());
-        assert!(env_file_body(vec![EnvInput {
-            key: "#A".into(),
-            value: "x".into()
-        }])
+        assert!(env_file_body(
+            vec![EnvInput {
+                key: "#A".into(),
+                value: "x".into()
+            }],
+            "/workspace"
+        )
         .is_err());
-        assert!(env_file_body(vec![EnvInput {
-            key: " A".into(),
-            value: "x".into()
-        }])
+        assert!(env_file_body(
+            vec![EnvInput {
+                key: " A".into(),
+                value: "x".into()
+            }],
+            "/workspace"
+        )
         .is_err());
-        assert!(env_file_body(vec![EnvInput {
-            key: "A".into(),
-            value: "x ".into()
-        }])
+        assert!(env_file_body(
+            vec![EnvInput {
+                key: "A".into(),
+                value: "x ".into()
+            }],
+            "/workspace"
+        )
         .is_err());
-        assert!(env_file_body(vec![EnvInput {
-            key: "A".into(),
-            value: " x".into()
-        }])
+        assert!(env_file_body(
+            vec![EnvInput {
+                key: "A".into(),
+                value: " x".into()
+            }],
+            "/workspace"
+        )
         .is_ok());
+        let body = env_file_body(vec![], "/home/user").unwrap();
+        assert_eq!(body, "PYTHONPATH=/home/user/.deps\n");
+    }
+
+    #[test]
+    fn box_workspace_is_a_plain_absolute_path() {
+        for ok in ["/workspace", "/home/user", "/a/b.c/d_e-f"] {
+            assert_eq!(check_box_workspace(ok.into()).unwrap(), ok);
+        }
+        for bad in [
+            "",
+            "/",
+            "home/user",
+            "/home/user/",
+            "//x",
+            "/a/../b",
+            "/a/./b",
+            "/a:b",
+            "/a,b",
+            "/a b",
+            "/proc",
+            "/sys/x",
+            "/dev",
+            "/a\nb",
+        ] {
+            assert!(check_box_workspace(bad.into()).is_err(), "{bad:?}");
+        }
     }
 }

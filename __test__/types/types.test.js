@@ -21,8 +21,8 @@ function compile(config) {
 }
 
 for (const [config, what] of [
-  ['tsconfig.json', 'node16: readme-examples.ts (CommonJS) and esm-examples.mts (ESM)'],
-  ['tsconfig.bundler.json', 'bundler resolution: esm-examples.mts'],
+  ['tsconfig.json', 'node16: readme-examples.ts and e2b-examples.ts (CommonJS), esm-examples.mts and e2b-esm-examples.mts (ESM)'],
+  ['tsconfig.bundler.json', 'bundler resolution: esm-examples.mts and e2b-esm-examples.mts'],
 ]) {
   test(`tsc --noEmit --strict compiles the examples, ${what}`, async () => {
     const { code, out } = await compile(config)

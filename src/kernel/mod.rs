@@ -704,7 +704,12 @@ fn is_driver_cmdline(cmdline: &[u8], marker: &str) -> bool {
         .unwrap_or(cmdline)
         .split(|b| *b == 0)
         .collect();
-    args.len() == 4 && (args[1] == b"-c" || args[1] == b"-e") && args[3] == marker.as_bytes()
+    let mode_ok = match args.len() {
+        4 => true,
+        5 => args[3].starts_with(b"ipython:"), // `python3 -c DRIVER ipython:… <marker>`
+        _ => false,
+    };
+    mode_ok && (args[1] == b"-c" || args[1] == b"-e") && args.last() == Some(&marker.as_bytes())
 }
 
 /// The next frame of the running cell: any that arrived early first.
@@ -733,6 +738,14 @@ mod tests {
         assert!(!is_driver_cmdline(kern, m));
         assert!(!is_driver_cmdline(b"python3\0-c\0x\0kern-kernel-0\0", m));
         assert!(!is_driver_cmdline(b"", m));
+        assert!(is_driver_cmdline(
+            b"python3\0-c\0import sys\0ipython:offline\0kern-kernel-00ff\0",
+            m
+        ));
+        assert!(!is_driver_cmdline(
+            b"python3\0-c\0import sys\0other\0kern-kernel-00ff\0",
+            m
+        ));
         assert!(is_driver_cmdline(
             b"node\0-e\0driver\0kern-kernel-00ff\0",
             m

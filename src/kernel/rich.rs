@@ -23,6 +23,7 @@ pub const RUNNER: &str = concat!(
 pub const KERNEL_DRIVER: &str = concat!(
     include_str!("python/core.py"),
     include_str!("python/capture.py"),
+    include_str!("python/ipython.py"),
     "\n_CHARTS = r'''",
     include_str!("python/charts.py"),
     "'''\n\n",

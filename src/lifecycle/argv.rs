@@ -6,8 +6,6 @@ use std::path::Path;
 use crate::options::Config;
 use crate::workspace::DEPS_DIR;
 
-/// Where the workspace is mounted in the box.
-pub const WORKSPACE: &str = "/workspace";
 /// kern's own `--timeout` is a backstop a little past the binding's deadline.
 const BACKSTOP_GRACE_S: u64 = 5;
 
@@ -34,15 +32,16 @@ pub fn box_argv(cfg: &Config, spec: &BoxSpec<'_>) -> Vec<OsString> {
     push(&cfg.image);
     push("--ro");
     push("-v");
+    // One bind of the workspace, at `cfg.box_workspace` (validated plain), also the workdir.
     let mut ws = spec.workspace.as_os_str().to_owned();
     ws.push(":");
-    ws.push(WORKSPACE);
+    ws.push(&cfg.box_workspace);
     a.push(ws);
     a.push("--workdir".into());
-    a.push(WORKSPACE.into());
+    a.push((&cfg.box_workspace).into());
     if spec.deps_readonly {
         let mut deps = spec.workspace.join(DEPS_DIR).into_os_string();
-        deps.push(format!(":{WORKSPACE}/{DEPS_DIR}:ro"));
+        deps.push(format!(":{}/{DEPS_DIR}:ro", cfg.box_workspace));
         a.push("-v".into());
         a.push(deps);
     }
@@ -134,6 +133,7 @@ mod tests {
             security_profile: None,
             require_limits: false,
             apparmor: None,
+            box_workspace: "/workspace".into(),
         }
     }
 
@@ -253,6 +253,35 @@ mod tests {
                 "true"
             ]
         );
+    }
+
+    #[test]
+    fn another_box_workspace_moves_the_bind_workdir_and_deps() {
+        let mut c = cfg();
+        c.box_workspace = "/home/user".into();
+        let cmd = vec!["true".to_string()];
+        let spec = BoxSpec {
+            name: "h",
+            workspace: Path::new("/w"),
+            deps_readonly: true,
+            timeout_s: 1.0,
+            setup: false,
+            env_file: None,
+            command: &cmd,
+        };
+        let v = strs(box_argv(&c, &spec));
+        assert_eq!(
+            v[5..11],
+            [
+                "-v",
+                "/w:/home/user",
+                "--workdir",
+                "/home/user",
+                "-v",
+                "/w/.deps:/home/user/.deps:ro"
+            ]
+        );
+        assert!(!v.iter().any(|a| a.contains("/workspace")));
     }
 
     #[test]

@@ -11,7 +11,7 @@ use crate::errors::{Error, Result};
 use crate::kernel::language::Language;
 use crate::kernel::rich::{self, CellFiles};
 use crate::kernel::Kernel;
-use crate::lifecycle::argv::{self, BoxSpec, WORKSPACE};
+use crate::lifecycle::argv::{self, BoxSpec};
 use crate::lifecycle::cancel::{Call, Calls, Cancel, StopReason};
 use crate::lifecycle::cleanup;
 use crate::lifecycle::fault::{self, Ending};
@@ -19,6 +19,7 @@ use crate::lifecycle::outcome::Outcome;
 use crate::lifecycle::spawn::{self, BoxRun, Launch};
 use crate::options::Config;
 use crate::output::ChunkFn;
+use crate::workspace::entries::Stat;
 use crate::workspace::snapshot::Stop;
 use crate::workspace::track::{self, FileInfo, LiveIndex};
 use crate::workspace::{self, Workspace};
@@ -222,7 +223,7 @@ impl Session {
     }
 
     async fn run_setup(self: &Arc<Self>, setup: &str, sinks: CallOptions) -> Result<()> {
-        let script = pip::setup_script(setup);
+        let script = pip::setup_script(setup, &self.cfg.box_workspace);
         let opts = CallOptions {
             timeout_s: Some(self.cfg.timeout_s.max(SETUP_MIN_TIMEOUT_S)),
             ..sinks
@@ -286,7 +287,7 @@ impl Session {
         blocking(move || o.ws.write_file(&c, code.as_bytes())).await?;
         let result = self
             .exec(
-                vec![runner.into(), format!("{WORKSPACE}/{cell}")],
+                vec![runner.into(), format!("{}/{cell}", self.cfg.box_workspace)],
                 opts,
                 false,
             )
@@ -322,7 +323,7 @@ impl Session {
             Language::Python => "python3",
             Language::JavaScript => "node",
         };
-        let runner = format!("{WORKSPACE}/{}", files.runner);
+        let runner = format!("{}/{}", self.cfg.box_workspace, files.runner);
         let result = self
             .exec(vec![interpreter.into(), runner], opts, false)
             .await;
@@ -339,18 +340,37 @@ impl Session {
     }
 
     /// Starts a warm kernel on this session's workspace, with the session's box settings; `image`
-    /// (validated) replaces the session's image for this kernel only.
+    /// (validated) replaces the session's image for this kernel only. `ipython` turns on
+    /// IPython-style cells in a Python driver (shell escapes, magics, PIL saves shown), as E2B's
+    /// kernels take them.
     pub async fn open_kernel(
         self: &Arc<Self>,
         language: Language,
         image: Option<String>,
         timeout_s: Option<f64>,
+        ipython: bool,
     ) -> Result<Arc<Kernel>> {
         self.check_env()?;
         let opened = self.opened()?;
         let name = box_name();
         let marker = format!("kern-kernel-{}", random_hex(8));
-        let command = language.command(&marker);
+        let mut command = language.command(&marker);
+        if ipython {
+            if language != Language::Python {
+                return Err(Error::sandbox(
+                    "IPython-style cells are for Python kernels only",
+                ));
+            }
+            // The driver tells `%pip` without a network apart, to say so instead of hanging. The
+            // marker stays last: it is how the host finds the driver to interrupt it.
+            let net = self.cfg.network || !self.cfg.egress_allow.is_empty();
+            let mode = if net {
+                "ipython:net"
+            } else {
+                "ipython:offline"
+            };
+            command.insert(command.len() - 1, mode.into());
+        }
         let args = match image {
             Some(image) => {
                 let cfg = Config {
@@ -534,6 +554,33 @@ impl Session {
             track::list(&o.ws, &parts)
         })
         .await
+    }
+
+    /// The entry at a workspace-relative path, or None.
+    pub async fn stat(&self, rel: String) -> Result<Option<Stat>> {
+        let o = self.opened()?;
+        blocking(move || o.ws.stat(&rel)).await
+    }
+
+    /// A directory's entries, `depth` levels down.
+    pub async fn list_dir(&self, rel: String, depth: u32) -> Result<Vec<Stat>> {
+        let o = self.opened()?;
+        blocking(move || o.ws.list_dir(&rel, depth)).await
+    }
+
+    pub async fn make_dir(&self, rel: String) -> Result<bool> {
+        let o = self.opened()?;
+        blocking(move || o.ws.make_dir(&rel)).await
+    }
+
+    pub async fn rename(&self, from: String, to: String) -> Result<()> {
+        let o = self.opened()?;
+        blocking(move || o.ws.rename(&from, &to)).await
+    }
+
+    pub async fn remove(&self, rel: String) -> Result<()> {
+        let o = self.opened()?;
+        blocking(move || o.ws.remove(&rel)).await
     }
 
     pub fn snapshot(&self, dest: &Path, limit: u64, stop: Stop) -> Result<()> {

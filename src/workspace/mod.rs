@@ -6,6 +6,7 @@
 //! (before 5.6) get a component-by-component `openat(O_NOFOLLOW)` descent with the same effect.
 //! Only regular files are read or written, opened non-blocking so a planted FIFO cannot hang us.
 
+pub mod entries;
 pub mod snapshot;
 pub mod track;
 
@@ -33,7 +34,12 @@ fn openat2_missing() -> &'static AtomicBool {
 }
 
 /// Opens `name` (one component, or a `/`-joined path when openat2 is available) beneath `dir`.
-fn open_beneath(dir: BorrowedFd<'_>, name: &str, flags: OFlags, mode: Mode) -> io::Result<OwnedFd> {
+pub(crate) fn open_beneath(
+    dir: BorrowedFd<'_>,
+    name: &str,
+    flags: OFlags,
+    mode: Mode,
+) -> io::Result<OwnedFd> {
     let flags = flags | OFlags::CLOEXEC | OFlags::NOFOLLOW;
     if !openat2_missing().load(Ordering::Relaxed) {
         let how = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
@@ -52,11 +58,12 @@ fn uses_openat2() -> bool {
 }
 
 /// Describes an open failure in the caller's terms.
-fn describe(what: &str, rel: &str, e: io::Error) -> Error {
+pub(crate) fn describe(what: &str, rel: &str, e: io::Error) -> Error {
     let msg = match e.raw_os_error() {
         Some(libc::ELOOP) => format!("{what} {rel:?}: a symlink in the path is refused (it could point outside the workspace)"),
         Some(libc::EXDEV) => format!("{what} {rel:?}: path escapes the workspace"),
         Some(libc::ENXIO) => format!("{what} {rel:?}: not a regular file (a FIFO or socket is refused)"),
+        Some(libc::ENOENT) => return Error::NotFound(format!("{what} {rel:?}: no such file or directory")),
         _ => format!("{what} {rel:?}: {e}"),
     };
     Error::sandbox(msg)
@@ -229,7 +236,7 @@ impl Workspace {
     }
 
     /// Splits a workspace-relative path into its parent components and leaf name.
-    fn split(rel: &str) -> Result<(Vec<String>, String)> {
+    pub(crate) fn split(rel: &str) -> Result<(Vec<String>, String)> {
         let mut parts = normalize_rel(rel)?;
         let leaf = parts
             .pop()
@@ -403,7 +410,7 @@ impl Workspace {
 }
 
 /// Deeper trees are refused rather than walked: each level holds one open fd.
-const MAX_DEPTH: usize = 512;
+pub(crate) const MAX_DEPTH: usize = 512;
 
 /// One open directory of a walk and the entries still to visit (last = next).
 struct Frame {

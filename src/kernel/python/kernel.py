@@ -171,6 +171,8 @@ def _serve():
     sys.stderr = _text(ord("e"), 2)
     sys.stdin = open(os.devnull, "r")
     _private_dirs()
+    mode = sys.argv[1] if len(sys.argv) > 2 else ""  # argv: -c [mode] <marker>
+    hook = _ipython(mode) if mode.startswith("ipython:") else None  # the E2B entry's cells
     main = type(sys)("__main__")
     main.__builtins__ = builtins
     sys.modules["__main__"] = main
@@ -196,6 +198,9 @@ def _serve():
         count += 1
         name = "<cell-%d>" % count
         src = body.decode("utf-8", "replace")
+        after = None
+        if hook is not None:
+            src, after = hook(src)
         linecache.cache[name] = (len(src), None, src.splitlines(True), name)
         rc = 0
         if signal.SIGINT in signal.sigpending():
@@ -219,11 +224,14 @@ def _serve():
                 sys.stderr.write(str(c) + "\n")
         except BaseException as e:
             err, text = _error(e, _trimmed_tb(e.__traceback__, name))
-            sys.stderr.write(text)
+            if hook is None:  # IPython-style cells report it as the error only, as Jupyter does
+                sys.stderr.write(text)
             _send(ord("x"), err.encode("utf-8", "replace"))
             rc = 1
         if os.getpid() != _MAIN_PID:
             os._exit(rc)  # a forked child that fell out of the cell must not serve
+        if after is not None:
+            after()
         cap.figures()
         try:
             sys.stdout.flush()

@@ -1,0 +1,8 @@
+// ESM entry of kern-sandbox/e2b: the same objects as the CommonJS one, so instanceof holds across both.
+import e2b from './e2b.js'
+
+export const {
+  Sandbox, Execution, Result, ExecutionError, OutputMessage, SandboxError, TimeoutError, InvalidArgumentError,
+  NotFoundError, CommandExitError, ChartType, ScaleType,
+} = e2b
+export default e2b
