@@ -69,6 +69,11 @@ test('the trailing expression is found however the cell is laid out', async () =
     ['x = 5\nx >= 5', 'True'],
     ['a = [0]\na[0] == 0', 'True'],
     ['d = {}\nd["k=v"] = 1\nd', "{'k=v': 1}"],
+    // a trailing `;` hides the value, as in IPython; one inside the line does not
+    ['x = 5\nx * 2;', null],
+    ['x = 5\nx * 2;  ', null],
+    ['print("side effect");', null],
+    ['x = 5; x * 3', '15'],
   ]
   for (const [code, want] of cases) {
     const r = await sbx.runCode(code)

@@ -25,6 +25,11 @@ test('--kernel 0: a fresh box per call, variables do not persist', async () => {
   assert.equal(b.isError, true)
   assert.match(textOf(b), /NameError/)
   assert.match(textOf(b), /Traceback/)
+  // TypeScript in a fresh box too: the library strips the types, whatever the image's node.
+  const t = await run(s.client, 'const n: number = 6 * 7\nn', { language: 'typescript' })
+  assert.equal(t.isError, false, textOf(t))
+  assert.equal(t.structuredContent.warmKernel, false)
+  assert.match(textOf(t), /^Out: 42$/m)
 })
 
 test('--setup ran once, before the first call', async () => {

@@ -1,8 +1,8 @@
 'use strict'
 // The code-running side of the server: one kern-sandbox session (the workspace), warm kernels on
-// it, and how each language runs. Python goes through a warm kernel unless the server runs with
-// the kernel off; JavaScript and TypeScript use a warm JS kernel when the library has one for
-// that language, else a fresh box per call; bash is always a fresh box.
+// it, and how each language runs. Python, JavaScript and TypeScript go through a warm kernel of
+// their language unless the server runs with the kernel off (then a fresh box per call); bash is
+// always a fresh box.
 
 const crypto = require('node:crypto')
 const fs = require('node:fs')
@@ -29,17 +29,12 @@ const STATE_LOST_BEFORE =
   'the warm kernel had been torn down (an earlier timeout, cap or crash) and was restarted: variables from earlier calls are gone'
 const STATE_LOST_NOW = 'this fault tore the warm kernel down: variables from earlier calls are gone, the next call starts a fresh kernel'
 
-/** Why a warm JS kernel is not available for a language. */
-class NoKernelForLanguage extends Error {}
-
 class Interpreter {
   #config
   #sandbox = null
   #opening = null
   /** language -> Promise<Kernel> */
   #kernels = new Map()
-  /** language -> false once the library showed it has no warm kernel for it */
-  #jsKernel = new Map()
   #closed = false
 
   constructor(config) {
@@ -93,22 +88,9 @@ class Interpreter {
   async run(code, language, opts) {
     const sbx = await this.session()
     const call = { timeoutS: opts.timeoutS, signal: opts.signal, onStdout: opts.onStdout, onStderr: opts.onStderr }
-    if (language === 'python') {
-      if (this.#config.kernel) return this.#inKernel('python', code, call)
-      return { result: await sbx.runCode(code, { ...call, language: 'python' }), warmKernel: false, stateLost: null }
-    }
-    if (language === 'javascript' || language === 'typescript') {
-      if (this.#config.kernel && this.#jsKernel.get(language) !== false) {
-        try {
-          return await this.#inKernel(language, code, call)
-        } catch (e) {
-          if (!(e instanceof NoKernelForLanguage)) throw e
-        }
-      }
-      if (language === 'javascript') {
-        return { result: await sbx.runCode(code, { ...call, language: 'node' }), warmKernel: false, stateLost: null }
-      }
-      return { result: await this.#typescriptBox(sbx, code, call), warmKernel: false, stateLost: null }
+    if (language === 'python' || language === 'javascript' || language === 'typescript') {
+      if (this.#config.kernel) return this.#inKernel(language, code, call)
+      return { result: await sbx.runCode(code, { ...call, language }), warmKernel: false, stateLost: null }
     }
     if (language === 'bash') return { result: await this.#shellBox(sbx, code, call), warmKernel: false, stateLost: null }
     throw new SandboxError(`unsupported language ${JSON.stringify(language)}`)
@@ -160,43 +142,14 @@ class Interpreter {
 
   async #startKernel(language) {
     const sbx = await this.session()
-    if (language === 'python') return sbx.kernel({ timeoutS: this.#config.timeoutS })
-    let kernel
-    try {
-      kernel = await sbx.kernel({ language, timeoutS: this.#config.timeoutS })
-    } catch (e) {
-      // A library without JS kernels refuses the language; one that has them but cannot start
-      // one in this image is no better. Either way the one-shot box runs the code (and shows
-      // the image's own error, if any), for the rest of the session.
-      if (!(e instanceof SandboxError)) throw e
-      this.#jsKernel.set(language, false)
-      throw new NoKernelForLanguage(e.message)
-    }
-    if (!(await speaks(kernel, language))) {
-      await kernel.close().catch(() => {})
-      this.#jsKernel.set(language, false)
-      throw new NoKernelForLanguage(`no warm ${language} kernel in this kern-sandbox`)
-    }
-    return kernel
+    // An image without node rejects a JS kernel with a SandboxError that says so: the reply.
+    return sbx.kernel({ language, timeoutS: this.#config.timeoutS })
   }
 
   /** bash (sh where the image has no bash) in a fresh box. */
   async #shellBox(sbx, code, call) {
     if (Buffer.byteLength(code) <= INLINE_MAX) return sbx.run(['sh', '-c', SHELL_WRAP(true), 'kern-sandbox-mcp', code], call)
     return this.#withCellFile(sbx, code, 'sh', (file) => sbx.run(['sh', '-c', SHELL_WRAP(false), 'kern-sandbox-mcp', file], call))
-  }
-
-  /** TypeScript in a fresh box: node's own type stripping (node 22.6 and later). */
-  async #typescriptBox(sbx, code, call) {
-    const r = await this.#withCellFile(sbx, code, 'ts', (file) =>
-      sbx.run(['node', '--experimental-strip-types', '--no-warnings', file], call),
-    )
-    if (r.exitCode === 9 && /bad option/.test(r.stderr)) {
-      r.stderr =
-        `${r.stderr.trimEnd()}\n[kern-sandbox-mcp] this image's node cannot run TypeScript (it needs node 22.6 or later): ` +
-        'use language "javascript", or an image with a newer node (--image)\n'
-    }
-    return r
   }
 
   /** Runs `use(boxPath)` with `code` in a hidden workspace file, removed afterwards. */
@@ -233,12 +186,4 @@ class Interpreter {
   }
 }
 
-/** Whether `kernel` runs `language`: its `language` property where the library has one, else a
- * cell that only JavaScript accepts (Python rejects `typeof` as a syntax error). */
-async function speaks(kernel, language) {
-  if (typeof kernel.language === 'string') return kernel.language === language
-  const r = await kernel.runCode('typeof globalThis', { timeoutS: 30 }).catch(() => null)
-  return Boolean(r && r.exitCode === 0 && !r.error && kernel.alive)
-}
-
-module.exports = { Interpreter, NoKernelForLanguage, SHELL_WRAP, STATE_LOST_BEFORE, STATE_LOST_NOW }
+module.exports = { Interpreter, SHELL_WRAP, STATE_LOST_BEFORE, STATE_LOST_NOW }

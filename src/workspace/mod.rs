@@ -63,7 +63,7 @@ pub(crate) fn describe(what: &str, rel: &str, e: io::Error) -> Error {
         Some(libc::ELOOP) => format!("{what} {rel:?}: a symlink in the path is refused (it could point outside the workspace)"),
         Some(libc::EXDEV) => format!("{what} {rel:?}: path escapes the workspace"),
         Some(libc::ENXIO) => format!("{what} {rel:?}: not a regular file (a FIFO or socket is refused)"),
-        Some(libc::ENOENT) => return Error::NotFound(format!("{what} {rel:?}: no such file or directory")),
+        Some(libc::ENOENT) => return Error::NotFound(format!("{what} {rel:?}: ENOENT: no such file or directory")),
         _ => format!("{what} {rel:?}: {e}"),
     };
     Error::sandbox(msg)

@@ -37,7 +37,8 @@ def _split_tail(src, filename):
     The last top-level statement starts at the last column-0 line where the source splits into
     two parts that both compile; it is the trailing expression when it compiles in eval mode.
     This spares the `_ast` import (~1 ms per one-shot call); a last line with a `;` takes the AST
-    path, which sees inside the line."""
+    path, which sees inside the line. A cell ending in `;` has no trailing value, as in IPython
+    (`plt.plot(xs);` gives its figure and no `[<Line2D>]`)."""
     src = _dedent(src)
     lines = src.splitlines(True)
     last = len(lines) - 1
@@ -46,7 +47,7 @@ def _split_tail(src, filename):
     if last < 0:
         return compile(src, filename, "exec"), None
     if ";" in lines[last]:
-        return _split_tail_ast(src, filename)
+        return _split_tail_ast(src, filename, quiet=lines[last].rstrip().endswith(";"))
     for k in range(last, max(-1, last - 64), -1):
         line = lines[k]
         if not line[:1].strip() or line.startswith("#"):
@@ -88,12 +89,12 @@ _EMPTY = compile("", "<cell>", "exec")
 _assigns = None
 
 
-def _split_tail_ast(src, filename):
+def _split_tail_ast(src, filename, quiet=False):
     import _ast
 
     tree = compile(src, filename, "exec", _ast.PyCF_ONLY_AST)
     tail = None
-    if tree.body and type(tree.body[-1]) is _ast.Expr:
+    if not quiet and tree.body and type(tree.body[-1]) is _ast.Expr:
         tail = compile(_ast.Expression(body=tree.body.pop().value), filename, "eval")
     return compile(tree, filename, "exec"), tail
 
