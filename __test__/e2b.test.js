@@ -5,7 +5,7 @@
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
-const { kern, tmpDir } = require('./helpers')
+const { kern, tmpDir, procsMatching, waitFor } = require('./helpers')
 const e2b = require('kern-sandbox/e2b')
 
 const { Sandbox, Execution, Result, ExecutionError, OutputMessage } = e2b
@@ -178,6 +178,43 @@ test('timeoutMs interrupts the cell with TimeoutError and the context keeps its 
   assert.equal(ex.text, '6')
   assert.equal(ex.error, undefined)
   await sbx.removeCodeContext(ctx.id)
+})
+
+test('a timeoutMs past what a timer holds, or Infinity, means no deadline; a command\'s too', async () => {
+  for (const timeoutMs of [Infinity, 3e9]) {
+    const ex = await sbx.runCode('import time\ntime.sleep(0.2)\n7', { timeoutMs })
+    assert.equal(ex.text, '7', String(timeoutMs))
+  }
+  const r = await sbx.commands.run('echo ok', { timeoutMs: Infinity })
+  assert.equal(r.stdout, 'ok\n')
+})
+
+test('a timed-out cell that ignores the interrupt: the error says the state is lost, and the context restarts', async () => {
+  const ctx = await sbx.createCodeContext({ language: 'python' })
+  await sbx.runCode('kept = 41', { context: ctx })
+  await assert.rejects(
+    sbx.runCode('import time\nwhile True:\n    try:\n        time.sleep(0.05)\n    except KeyboardInterrupt:\n        pass', { context: ctx, timeoutMs: 300 }),
+    (e) => e instanceof TimeoutError && /state is lost/.test(e.message),
+  )
+  const ex = await sbx.runCode('"kept" in globals()', { context: ctx })
+  assert.equal(ex.text, 'False')
+  assert.equal(ex.executionCount, 1, 'the restarted kernel counts afresh')
+  await sbx.removeCodeContext(ctx.id)
+})
+
+test('kill() while a context\'s kernel is still starting returns promptly and leaves no box', async () => {
+  const s = await Sandbox.create()
+  // Every Python started in this sandbox waits 20 s before it can serve, in a `sleep` whose
+  // argument is this test's own, so the box's processes can be found.
+  const marker = `20.${String(Date.now()).slice(-6)}`
+  await s.files.write('.deps/sitecustomize.py', `import subprocess\nsubprocess.run(['sleep', '${marker}'])\n`)
+  const starting = s.createCodeContext({ language: 'python' }).then(() => 'created', (e) => e)
+  await new Promise((r) => setTimeout(r, 500))
+  const t0 = Date.now()
+  await s.kill()
+  assert.ok(Date.now() - t0 < 5000, `kill() took ${Date.now() - t0} ms`)
+  assert.notEqual(await starting, 'created')
+  assert.ok(await waitFor(() => procsMatching(marker).length === 0, 5000), 'the starting box was left running')
 })
 
 test('create(template, opts) and create(opts): E2B template names mean the default image, others are images', async () => {

@@ -58,7 +58,8 @@ class Commands {
     const argv = ['/bin/sh', '-c', LAUNCH, 'kern-command', this.#cwd(opts.cwd), cmd, ...envPairs(opts.envs)]
     const timeoutMs = opts.timeoutMs ?? COMMAND_TIMEOUT_MS
     if (typeof timeoutMs !== 'number' || !(timeoutMs >= 0)) throw new InvalidArgumentError('timeoutMs must be a number of milliseconds, 0 for none')
-    const ms = timeoutMs > 0 ? timeoutMs : this.#lifetimeMs()
+    // 0 (or Infinity) means none: the sandbox's lifetime bounds the command then.
+    const ms = timeoutMs > 0 && Number.isFinite(timeoutMs) ? timeoutMs : this.#lifetimeMs()
     const out = textSink(opts.onStdout)
     const err = textSink(opts.onStderr)
     let r

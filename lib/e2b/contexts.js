@@ -12,6 +12,8 @@ const { ExecutionError, Execution, fromCore, lines, LineStream, call } = require
 
 /** The box's home, where the workspace is bound: every context's default working directory. */
 const HOME = '/home/user'
+/** The longest delay setTimeout holds (about 24.8 days); a longer one would fire at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1
 /** E2B's default for a cell's `timeoutMs`; 0 means none. */
 const CELL_TIMEOUT_MS = 60_000
 /** The kernels' own per-cell deadline, which tears a kernel down: a backstop far past any cell's
@@ -143,6 +145,7 @@ class Contexts {
       return e.kernel.then((k) => {
         if (k.alive) return k
         e.kernel = null
+        e.count = 0 // a restarted kernel counts its cells afresh, as after restartCodeContext
         return this.#kernel(e)
       })
     }
@@ -176,10 +179,24 @@ class Contexts {
   /** Runs one cell in `e`, E2B's way: see Sandbox#runCode. */
   async run(e, code, opts) {
     const timeoutMs = opts.timeoutMs ?? CELL_TIMEOUT_MS
-    const kernel = await this.#kernel(e)
     const ac = new AbortController()
     let timedOut = false
-    const timer = timeoutMs > 0 ? setTimeout(() => ((timedOut = true), ac.abort()), timeoutMs) : null
+    // Armed before the kernel is (re)started, so the deadline covers a slow start too. Past what
+    // a timer can hold (or Infinity) means none: setTimeout would fire at once instead.
+    const timer =
+      timeoutMs > 0 && timeoutMs <= MAX_TIMER_MS ? setTimeout(() => ((timedOut = true), ac.abort()), timeoutMs) : null
+    let kernel
+    try {
+      kernel = await Promise.race([
+        this.#kernel(e),
+        new Promise((_, reject) => ac.signal.addEventListener('abort', () => reject(ac.signal.reason), { once: true })),
+      ])
+    } catch (x) {
+      clearTimeout(timer)
+      if (this.#host.killed) throw killedError(x)
+      if (timedOut) throw new TimeoutError(`Execution timed out after ${timeoutMs} ms while the context's kernel was starting`)
+      throw toE2B(x)
+    }
     const out = opts.onStdout ? new LineStream(opts.onStdout, false) : null
     const err = opts.onStderr ? new LineStream(opts.onStderr, true) : null
     const seen = new Map()
@@ -205,9 +222,12 @@ class Contexts {
     } catch (x) {
       if (this.#host.killed) throw killedError(x)
       if (timedOut) {
+        // A cell that ignored the interrupt got its kernel torn down: say so, not "state kept".
+        const kept = kernel.alive
+          ? 'the cell was interrupted and the context keeps its state'
+          : 'the cell did not stop when interrupted, so the context was restarted and its state is lost'
         throw new TimeoutError(
-          `Execution timed out after ${timeoutMs} ms: the cell was interrupted and the context keeps its ` +
-            "state; pass a larger 'timeoutMs' (0 for none) to give cells longer",
+          `Execution timed out after ${timeoutMs} ms: ${kept}; pass a larger 'timeoutMs' (0 for none) to give cells longer`,
         )
       }
       throw toE2B(x)

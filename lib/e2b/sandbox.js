@@ -207,8 +207,9 @@ class Sandbox {
     this.#killed = true
     clearTimeout(this.#timer)
     live.delete(this.sandboxId)
-    await this.#contexts.closeAll()
+    // The session first: it also stops kernels still starting, which closeAll() would wait for.
     await this.#native.close()
+    await this.#contexts.closeAll()
   }
 
   async [Symbol.asyncDispose]() {

@@ -145,6 +145,7 @@ impl Kernel {
         cap: usize,
         marker: String,
         startup: Duration,
+        stop: &Cancel,
     ) -> Result<Arc<Kernel>> {
         let kern_stderr = Arc::new(Mutex::new(Vec::new()));
         let (stderr_tx, stderr_done) = watch::channel(false);
@@ -174,7 +175,13 @@ impl Kernel {
             ended: Default::default(),
             early: Default::default(),
         };
-        let ready = tokio::time::timeout(startup, server.frames.next()).await;
+        let ready = tokio::select! {
+            r = tokio::time::timeout(startup, server.frames.next()) => r,
+            _ = stop.fired() => {
+                server.boxed.tear_down().await;
+                return Err(Error::sandbox("the sandbox was closed while the kernel was starting"));
+            }
+        };
         match ready {
             Ok(Ok(Some((protocol::READY, _)))) => {}
             other => {

@@ -31,6 +31,9 @@ const SETUP_MIN_TIMEOUT_S: f64 = 120.0;
 const KERNEL_BACKSTOP_S: f64 = 24.0 * 3600.0;
 /// A kernel gets at least this long to come up (interpreter start on a cold image cache).
 const KERNEL_MIN_STARTUP_S: f64 = 30.0;
+/// ...and at most this long, whatever the cells' deadline (e2b's contexts run with a day-long
+/// one): a start that hangs must not hold a caller that long.
+const KERNEL_MAX_STARTUP_S: f64 = 300.0;
 
 /// An open session's resources.
 pub struct Opened {
@@ -384,6 +387,8 @@ impl Session {
             }
             None => self.box_args(&opened, &name, &command, false, KERNEL_BACKSTOP_S),
         };
+        // Registered before the box starts, so a close() meanwhile stops the start too.
+        let starting = self.calls.register(None);
         let (boxed, pipes) = spawn::start_resident(
             &self.cfg.kern,
             &name,
@@ -393,8 +398,18 @@ impl Session {
         )
         .await?;
         let timeout = timeout_s.unwrap_or(self.cfg.timeout_s);
-        let startup = Duration::from_secs_f64(timeout.max(KERNEL_MIN_STARTUP_S));
-        let kernel = Kernel::start(boxed, pipes, self.cfg.max_output, marker, startup).await?;
+        let startup =
+            Duration::from_secs_f64(timeout.clamp(KERNEL_MIN_STARTUP_S, KERNEL_MAX_STARTUP_S));
+        let kernel = Kernel::start(
+            boxed,
+            pipes,
+            self.cfg.max_output,
+            marker,
+            startup,
+            &starting.cancel,
+        )
+        .await?;
+        drop(starting);
         {
             let mut ks = self.kernels.lock().unwrap_or_else(|p| p.into_inner());
             ks.retain(|k| k.strong_count() > 0);
