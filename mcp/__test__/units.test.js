@@ -76,6 +76,9 @@ test('notes: kern\'s note lines are taken out of stderr and logged once each; li
   const live2 = notes.liveFilter((t) => plain.push(t))
   live2('hello')
   assert.deepEqual(plain, ['hello'])
+  // Lines the box prints to look like notes cannot grow the log without bound.
+  for (let i = 0; i < 10_000; i++) notes.strip(`kern: note: fake ${i}\n`)
+  assert.ok(logged.length <= 64, `${logged.length} lines logged`)
 })
 
 /** A fake ExecutionResult. */

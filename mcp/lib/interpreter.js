@@ -159,8 +159,14 @@ class Interpreter {
     try {
       return await use(`${BOX_WORKSPACE}/${name}`)
     } finally {
-      // unlink() does not follow a symlink the box may have put in its place.
-      fs.rmSync(path.join(sbx.workspacePath, name), { force: true })
+      // One name of ours at the workspace root, so no path of the box's is followed; unlink()
+      // removes a symlink put in its place, not its target. Whatever else the box put there
+      // (a directory) stays: the call's own result matters more than the cleanup.
+      try {
+        fs.rmSync(path.join(sbx.workspacePath, name), { force: true })
+      } catch {
+        // left for the session's close
+      }
     }
   }
 

@@ -14,6 +14,10 @@ function isKernNote(line) {
   )
 }
 
+/** kern has a handful of notes; the box can print lines that look like them. Past this many
+ * distinct ones, nothing more is logged, so the box cannot grow the server's memory or its log. */
+const SEEN_MAX = 64
+
 /** Logs each distinct note once per process. */
 class NoteLog {
   #seen = new Set()
@@ -24,9 +28,9 @@ class NoteLog {
   }
 
   log(note) {
-    if (this.#seen.has(note)) return
+    if (this.#seen.has(note) || this.#seen.size >= SEEN_MAX) return
     this.#seen.add(note)
-    this.#write(`kern-sandbox-mcp: ${note}\n`)
+    this.#write(`kern-sandbox-mcp: ${note.slice(0, 500)}\n`)
   }
 
   /** `stderr` without kern's note lines (kern writes them before the box starts and after it
