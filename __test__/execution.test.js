@@ -50,6 +50,9 @@ test('node code is evaluated (-e), not just syntax-checked', async () => {
   const r = await sbx.runCode('require("fs").writeFileSync("from-node.txt", "n"); process.exitCode = 4', { language: 'node' })
   assert.equal(r.exitCode, 4, r.stderr)
   assert.equal((await sbx.readFile('from-node.txt')).toString(), 'n')
+  // The names `node -e` code finds, as 0.1.x ran it.
+  const names = await sbx.runCode('console.log(__filename, __dirname, typeof require)', { language: 'node' })
+  assert.equal(names.stdout, '[eval] . function\n', names.stderr)
 })
 
 test('a non-zero exit from the code is a result, not a fault', async () => {

@@ -8,6 +8,9 @@ function run() {
   const tag = runPath.slice(base.length + '.run-'.length, -'.js'.length)
   const lines = []
   process.argv.splice(1, 1)
+  // What `node -e` code (0.1.x ran one-shot node that way) finds as its module's names.
+  globalThis.__filename = '[eval]'
+  globalThis.__dirname = '.'
   installGlobals(makeDisplay((data) => lines.push(resultJson(data, false))))
   process.on('exit', () => writeResults(base + '.res-' + tag + '.json', lines))
   const file = '<cell>'
