@@ -101,6 +101,13 @@ test('top-level await, import lines and require, from node: builtins and /worksp
   assert.equal(r.exitCode, 0, r.stderr)
   assert.deepEqual(texts(r), ["[ 'function', 'a/b', 'function', 'esm default', 42, 'hello js' ]"])
   assert.deepEqual(texts(await k.runCode('twice(5) + (await import("kst-esm")).twice(1)')), ['12'], 'imported names persist')
+  // export lines pasted from a module run as plain code, a nameless default declaration too.
+  const ex = await k.runCode('export function named() { return 1 }\nexport default function () { return 2 }\nnamed() + 1')
+  assert.equal(ex.exitCode, 0, ex.stderr)
+  assert.deepEqual(texts(ex), ['2'])
+  const cls = await k.runCode('export default class {}\n"after"')
+  assert.equal(cls.exitCode, 0, cls.stderr)
+  assert.deepEqual(texts(cls), ['after'])
 })
 
 test('console, process.stdout/stderr.write and child processes land in the cell, streamed live', async () => {

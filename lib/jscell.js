@@ -256,7 +256,14 @@ function prepare(source, typescript) {
         break
       case 'ExportNamedDeclaration':
       case 'ExportDefaultDeclaration':
-        if (node.declaration && /Declaration$/.test(node.declaration.type)) {
+        if (node.type === 'ExportDefaultDeclaration' && node.declaration && /Declaration$/.test(node.declaration.type) && !node.declaration.id) {
+          // `export default function () {}`: with the export gone, a nameless declaration is no
+          // statement; as an expression it is what the export was.
+          const d = node.declaration
+          edits.push({ start: node.start, end: d.start, text: blank(code, node.start, d.start) })
+          edits.push({ start: d.start, end: d.start, text: '(' })
+          edits.push({ start: d.end, end: d.end, text: ');' })
+        } else if (node.declaration && /Declaration$/.test(node.declaration.type)) {
           edits.push({ start: node.start, end: node.declaration.start, text: blank(code, node.start, node.declaration.start) })
           declarationEdits(code, node.declaration, names, exported, edits)
         } else if (node.declaration) {
