@@ -23,11 +23,17 @@
 //   processes  no child of this process (live or zombie), no process carrying the soak's marker
 //   tmpdirs    no kern-sbx-<pid>-* left in os.tmpdir()
 //   boxes      no box carrying the marker in `kern ps --json`
-//   rss        VmRSS after the run (and a global.gc()) within 10% of VmRSS after the warm-up
+//   rss        VmRSS after the run (and a global.gc()) within 10% of VmRSS after the warm-up, or
+//              within 8 MiB where that is more: a runtime or spawner thread still alive at the end
+//              (threads are reported) brings its stack and malloc arena, a few MiB that are no
+//              leak, which 10% of a ~55 MiB quick-soak baseline cannot absorb
 //   calls      every call and cell settled in time with the outcome its workload must produce
 
 const fs = require('node:fs')
 const os = require('node:os')
+
+/** The least RSS growth the rss check allows (see above). */
+const RSS_FLOOR_KB = 8 * 1024
 const path = require('node:path')
 const cp = require('node:child_process')
 const crypto = require('node:crypto')
@@ -875,6 +881,7 @@ async function main() {
   const fdsNew = after.fds.filter((f) => !fdSetBefore.has(f))
   const fdsGone = before.fds.filter((f) => !fdSetAfter.has(f))
   const rssRatio = after.rssKb / before.rssKb
+  const rssAllowedKb = Math.max(before.rssKb * 0.1, RSS_FLOOR_KB)
   const checks = [
     {
       name: 'fds',
@@ -901,9 +908,9 @@ async function main() {
     },
     {
       name: 'rss',
-      pass: rssRatio <= 1.1,
+      pass: after.rssKb - before.rssKb <= rssAllowedKb,
       figure:
-        `${fmtKb(before.rssKb)} -> ${fmtKb(after.rssKb)} (${((rssRatio - 1) * 100).toFixed(1)}%, limit +10%; peak ${fmtKb(Math.max(rssHwm, rssHwm0))}; ` +
+        `${fmtKb(before.rssKb)} -> ${fmtKb(after.rssKb)} (${((rssRatio - 1) * 100).toFixed(1)}%, limit +${fmtKb(rssAllowedKb)}; peak ${fmtKb(Math.max(rssHwm, rssHwm0))}; ` +
         `JS heap ${fmtKb(before.mem.heapTotal / 1024)} -> ${fmtKb(after.mem.heapTotal / 1024)}, external ${fmtKb(before.mem.external / 1024)} -> ${fmtKb(after.mem.external / 1024)}, ` +
         `threads ${before.threads} -> ${after.threads})`,
     },
