@@ -374,18 +374,17 @@ impl Session {
             };
             command.insert(command.len() - 1, mode.into());
         }
+        let spec = self.box_spec(&opened, &name, &command, false, KERNEL_BACKSTOP_S);
+        // A kernel's own image replaces the session's for this box only.
         let args = match image {
-            Some(image) => {
-                let cfg = Config {
+            Some(image) => argv::box_argv(
+                &Config {
                     image,
                     ..self.cfg.clone()
-                };
-                argv::box_argv(
-                    &cfg,
-                    &self.box_spec(&opened, &name, &command, false, KERNEL_BACKSTOP_S),
-                )
-            }
-            None => self.box_args(&opened, &name, &command, false, KERNEL_BACKSTOP_S),
+                },
+                &spec,
+            ),
+            None => argv::box_argv(&self.cfg, &spec),
         };
         // Registered before the box starts, so a close() meanwhile stops the start too.
         let starting = self.calls.register(None);
