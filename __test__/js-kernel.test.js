@@ -64,6 +64,53 @@ test('the trailing value: a string as itself, others inspected, a Promise awaite
   assert.deepEqual(texts(await k.runCode('x2 = 1 + 1')), ['2'])
 })
 
+test('a cell with no await runs as a script: its value is the trailing expression\'s, and only that', async () => {
+  // Declarations rewritten into assignments end their statement: the next line is its own.
+  assert.deepEqual(texts(await k.runCode('class Opener {}\n(1)')), ['1'])
+  assert.deepEqual(texts(await k.runCode('let w\n[w, 2]')), ['[ undefined, 2 ]'])
+  // Neither a declaration nor a directive becomes the cell's value; a trailing `var` keeps it.
+  assert.deepEqual((await k.runCode('const declaredLast = 5')).results, [])
+  assert.deepEqual((await k.runCode('var hoisted = 5')).results, [])
+  assert.deepEqual((await k.runCode("'use strict'")).results, [])
+  assert.deepEqual((await k.runCode('if (true) { 5 }')).results, [])
+  assert.deepEqual(texts(await k.runCode('6\nvar after')), ['6'])
+  assert.deepEqual(texts(await k.runCode("'use strict'\nconst sv = 7\nfunction sf() { return this }\n[sv, sf()]")), ['[ 7, undefined ]'])
+  // A thenable value is awaited; one whose `then` throws is the cell's error.
+  assert.deepEqual(texts(await k.runCode('({ then(resolve) { resolve(8) } })')), ['8'])
+  const r = await k.runCode('({ get then() { throw new TypeError("no then") } })')
+  assert.equal(r.exitCode, 1)
+  assert.equal(r.error.name, 'TypeError')
+  assert.equal(k.alive, true)
+})
+
+test('a cell run again runs again (its compiled script reused): effects repeat, errors report', async () => {
+  const bump = 'ranAgain = (globalThis.ranAgain ?? 0) + 1'
+  assert.deepEqual(texts(await k.runCode(bump)), ['1'])
+  assert.deepEqual(texts(await k.runCode(bump)), ['2'])
+  assert.deepEqual(texts(await k.runCode(bump)), ['3'])
+  const failing = 'if (ranAgain > 2) throw new RangeError("again " + ranAgain)'
+  for (const n of [3, 3]) {
+    const e = await k.runCode(failing)
+    assert.equal(e.exitCode, 1)
+    assert.equal(e.error.value, `again ${n}`)
+    assert.match(e.stderr, /at <cell-\d+>:1:/)
+  }
+  assert.deepEqual(texts(await k.runCode('await Promise.resolve(ranAgain)')), ['3'])
+  assert.deepEqual(texts(await k.runCode('await Promise.resolve(ranAgain)')), ['3'])
+})
+
+test('a cell calling the user\'s own code inside console.log() is still interruptible', async () => {
+  await k.runCode('function spinForever() { while (true) {} }\nconst keptAcross = "kept"')
+  const ac = new AbortController()
+  const p = k.runCode('console.log("spinning")\nconsole.log(spinForever())', {
+    signal: ac.signal,
+    onStdout: () => ac.abort(new Error('stop spinning')),
+  })
+  await assert.rejects(within(p, 15_000, 'the interrupted cell'), /stop spinning/)
+  assert.equal(k.alive, true)
+  assert.deepEqual(texts(await k.runCode('keptAcross')), ['kept'])
+})
+
 test('display() adds results in order; a raw MIME bundle is taken as it is', async () => {
   const seen = []
   const r = await k.runCode(

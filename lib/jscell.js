@@ -4,10 +4,13 @@
 // then, with acorn's syntax tree, the cell made notebook-like:
 //  - top-level const/let/var/class and import bindings become globals (`var` hoisted on the
 //    first line), so later cells see them and may declare them again;
-//  - the body runs in an async arrow, so top-level await works; static import lines become
-//    awaited dynamic imports; the trailing expression is the arrow's value.
+//  - a cell with top-level await (static import lines become awaited dynamic imports) runs in
+//    an async arrow whose value is the trailing expression's; any other cell runs as a plain
+//    script, whose completion value is that expression's: no function to compile, no promise
+//    to settle (`sync`), which is most of a small cell's cost in the driver.
 // Edits stay on their own lines (and keep columns where they can), so stacks point at the
-// user's lines. The result is the JSON the driver takes: { code, col } or { syntaxError }.
+// user's lines. The result is the JSON the driver takes: { code, col, guard, sync } or
+// { syntaxError }.
 
 const { SandboxError } = require('./errors.js')
 
@@ -121,15 +124,100 @@ function acornWalk(node, visit) {
 const FUNCTIONS = new Set(['FunctionDeclaration', 'FunctionExpression', 'ArrowFunctionExpression'])
 const RUNS_CODE = /^(For|ForIn|ForOf|While|DoWhile)Statement$|^(Call|New|TaggedTemplate)Expression$/
 
-/** Whether the cell's synchronous part can run for long: a loop or a call outside function bodies
- * (which run only when called). Only such a cell runs under V8's SIGINT watchdog, which costs a
- * thread per cell; the others end on their own (code reached through getters or coercions
- * aside). */
+// Calls that end on their own, as far as the syntax tells: console's methods and display() (they
+// format their arguments, never call them), Math's functions, JSON.stringify with no replacer,
+// and a string literal's methods given no value that could be a function. Anything they reach
+// through a getter, a coercion or a custom inspect is as unguarded as code a getter runs.
+
+/** Whether evaluating `node` runs no loop and no function but those calls. */
+function bounded(node) {
+  switch (node.type) {
+    case 'Literal':
+    case 'Identifier':
+    case 'ThisExpression':
+      return true
+    case 'TemplateLiteral':
+      return node.expressions.every(bounded)
+    case 'MemberExpression':
+      return bounded(node.object) && (!node.computed || bounded(node.property))
+    case 'UnaryExpression':
+    case 'UpdateExpression':
+      return bounded(node.argument)
+    case 'BinaryExpression':
+    case 'LogicalExpression':
+    case 'AssignmentExpression':
+      return bounded(node.left) && bounded(node.right)
+    case 'ConditionalExpression':
+      return bounded(node.test) && bounded(node.consequent) && bounded(node.alternate)
+    case 'SequenceExpression':
+      return node.expressions.every(bounded)
+    case 'ArrayExpression':
+      return node.elements.every((e) => e === null || (e.type !== 'SpreadElement' && bounded(e)))
+    case 'ObjectExpression':
+      return node.properties.every((p) => p.type === 'Property' && p.kind === 'init' && !p.method && (!p.computed || bounded(p.key)) && bounded(p.value))
+    case 'ChainExpression':
+      return bounded(node.expression)
+    case 'CallExpression':
+      return boundedCall(node)
+    default:
+      return false // functions, classes, new, tagged templates, yield, await, spreads
+  }
+}
+
+/** A value that cannot be a function: built of literals and operators only. */
+function plainValue(node) {
+  switch (node.type) {
+    case 'Literal':
+      return true
+    case 'TemplateLiteral':
+      return node.expressions.every(plainValue)
+    case 'UnaryExpression':
+      return plainValue(node.argument)
+    case 'BinaryExpression':
+      return plainValue(node.left) && plainValue(node.right)
+    default:
+      return false
+  }
+}
+
+function boundedCall(node) {
+  const { callee } = node
+  const args = node.arguments
+  if (args.some((a) => a.type === 'SpreadElement' || !bounded(a))) return false
+  if (callee.type === 'Identifier') return callee.name === 'display'
+  if (callee.type !== 'MemberExpression' || callee.computed) return false
+  const owner = callee.object
+  const method = callee.property.name
+  if (owner.type === 'Identifier') {
+    if (owner.name === 'console' || owner.name === 'Math') return true
+    return owner.name === 'JSON' && method === 'stringify' && args.slice(1).every((a) => a.type === 'Literal')
+  }
+  const stringLiteral = (owner.type === 'Literal' && typeof owner.value === 'string') || (owner.type === 'TemplateLiteral' && bounded(owner))
+  return stringLiteral && args.every(plainValue)
+}
+
+/** Whether the cell's synchronous part can run for long: a loop, or a call outside function
+ * bodies (which run only when called) but to the builtins above. Only such a cell runs under
+ * V8's SIGINT watchdog, which costs a thread and a reinstalled signal handler per cell (some
+ * 50-90 us in node 18); the others end on their own. */
 function mayLoop(tree) {
   let found = false
   acornWalk(tree, (node) => {
     if (found || FUNCTIONS.has(node.type)) return false
+    if (node.type === 'CallExpression' && boundedCall(node)) return false
     if (RUNS_CODE.test(node.type)) found = true
+  })
+  return found
+}
+
+/** Whether the cell awaits at its top level (outside any function): `await`, `for await`, or an
+ * import line (which becomes an awaited import). */
+function awaitsAtTop(tree) {
+  let found = false
+  acornWalk(tree, (node) => {
+    if (found || FUNCTIONS.has(node.type)) return false
+    if (node.type === 'AwaitExpression' || node.type === 'ImportDeclaration' || (node.type === 'ForOfStatement' && node.await)) found = true
+    if (node.type === 'VariableDeclaration' && node.kind === 'await using') found = true
   })
   return found
 }
@@ -165,20 +253,30 @@ function importEdit(code, node, names) {
 function declarationEdits(code, node, names, exported, edits) {
   if (node.type === 'VariableDeclaration') {
     if (!['var', 'let', 'const'].includes(node.kind)) return // `using`: stays the cell's own
+    if (node.kind === 'var' && node.declarations.every((d) => !d.init)) {
+      // `var x;` changes nothing at run time (the names are declared up front): no statement
+      // is left of it, so it cannot become a script's completion value.
+      for (const d of node.declarations) patternNames(d.id, names)
+      edits.push({ start: node.start, end: node.end, text: blank(code, node.start, node.end) })
+      return
+    }
     const k = node.kind.length
     edits.push({ start: node.start, end: node.start + k, text: ';(' + ' '.repeat(k - 2) })
     for (const d of node.declarations) {
       patternNames(d.id, names)
       if (!d.init && node.kind !== 'var') edits.push({ start: d.id.end, end: d.id.end, text: ' = undefined' })
     }
+    // The `;` ends the statement that the declaration was: a next line opening with `(` or `[`
+    // must not read as a call or an index of this expression.
     const last = node.declarations[node.declarations.length - 1]
-    edits.push({ start: last.end, end: last.end, text: ')' })
+    edits.push({ start: last.end, end: last.end, text: ');' })
   } else if (node.type === 'FunctionDeclaration' && node.id) {
     names.push(node.id.name)
     exported.push(node.id.name)
   } else if (node.type === 'ClassDeclaration' && node.id) {
     names.push(node.id.name)
     edits.push({ start: node.start, end: node.start, text: `;${node.id.name} = ` })
+    edits.push({ start: node.end, end: node.end, text: ';' })
   }
 }
 
@@ -245,6 +343,8 @@ function prepare(source, typescript) {
     prologueEnd = node.end
   }
   let returnInPrefix = false
+  let trailing = false
+  const sync = !awaitsAtTop(tree)
   // The trailing expression is the last statement, not counting `var x;` lines (no effect at
   // run time; swc's transform mode appends them for enums and namespaces).
   let last = body.length - 1
@@ -277,6 +377,8 @@ function prepare(source, typescript) {
         break
       case 'ExpressionStatement':
         if (i === last && !isDirective(node, i)) {
+          trailing = true
+          if (sync) break // a script's completion value is this statement's
           const at = returnAt(code, node.start, comments)
           if (at === 'prefix') returnInPrefix = true
           else edits.push({ start: at, end: at, text: at === node.start ? 'return (' : ';return (' })
@@ -291,11 +393,24 @@ function prepare(source, typescript) {
   dynamicImportEdits(tree, edits)
   const guard = mayLoop(tree)
   const unique = [...new Set(names)]
-  let prefix = (unique.length ? `var ${unique.join(', ')}; ` : '') + '(async () => {'
-  const exports = exported.map((n) => `globalThis.${n} = ${n}; `).join('')
-  if (prologueEnd === 0) prefix += exports
-  else if (exports) edits.push({ start: prologueEnd, end: prologueEnd, text: '; ' + exports })
-  if (returnInPrefix) prefix += 'return ('
+  const vars = unique.length ? `var ${unique.join(', ')}; ` : ''
+  let prefix
+  let suffix
+  if (sync) {
+    // A script's top-level functions are globals already. Its last line is the wrapper's own: an
+    // empty statement keeps the trailing expression's value, `void 0` stands in for none (a
+    // directive or a declaration would otherwise be the completion value).
+    prefix = prologueEnd === 0 ? vars : ''
+    if (prologueEnd !== 0 && vars) edits.push({ start: prologueEnd, end: prologueEnd, text: '; ' + vars })
+    suffix = trailing ? '\n;' : '\n;void 0'
+  } else {
+    prefix = vars + '(async () => {'
+    const exports = exported.map((n) => `globalThis.${n} = ${n}; `).join('')
+    if (prologueEnd === 0) prefix += exports
+    else if (exports) edits.push({ start: prologueEnd, end: prologueEnd, text: '; ' + exports })
+    if (returnInPrefix) prefix += 'return ('
+    suffix = '\n})()'
+  }
   edits.sort((a, b) => a.start - b.start)
   let out = prefix
   let pos = 0
@@ -303,8 +418,8 @@ function prepare(source, typescript) {
     out += code.slice(pos, e.start) + e.text
     pos = Math.max(pos, e.end)
   }
-  out += code.slice(pos) + '\n})()'
-  return JSON.stringify({ code: out, col: -prefix.length, guard })
+  out += code.slice(pos) + suffix
+  return JSON.stringify({ code: out, col: -prefix.length, guard, sync })
 }
 
 module.exports = { prepareCell, warm }

@@ -40,7 +40,21 @@ function inspect(v) {
 
 /** The MIME bundle of one value: a string as itself, anything else as util.inspect shows it. */
 function bundleOf(v) {
-  return { 'text/plain': typeof v === 'string' ? v : inspect(v) }
+  return { 'text/plain': typeof v === 'string' ? v : plainText(v) }
+}
+
+/** util.inspect's text, without its machinery for the values that need none. */
+function plainText(v) {
+  switch (typeof v) {
+    case 'number':
+      return Object.is(v, -0) ? '-0' : String(v)
+    case 'boolean':
+      return String(v)
+    case 'bigint':
+      return `${v}n`
+    default:
+      return v === null ? 'null' : inspect(v)
+  }
 }
 
 /** A MIME bundle the cell built itself (`display(bundle, { raw: true })`), vetted: strings as
@@ -100,8 +114,11 @@ function resultJson(data, main) {
   return JSON.stringify({ data, main })
 }
 
-// The last line of each cell's prepared code: the wrapper's own (`})()`), never the user's.
+// The last line of each cell's prepared code: the wrapper's own (`})()`, `;`), never the user's.
+// Only frames of recent cells can still run through a wrapper's line (an interrupted cell's
+// await resuming later), so the oldest are let go.
 const wrapperLines = new Map()
+const WRAPPER_LINES_KEPT = 1024
 
 /** Stack frames of the driver, or of a wrapper's own last line, are no business of the user:
  * frames after a cell's last one go, and with no cell frame, those of the driver. */
@@ -159,17 +176,28 @@ function hostSyntaxError(file, s) {
   return e
 }
 
-/** Starts a prepared cell: its synchronous part runs now (interruptible by SIGINT); the promise
- * settles with the trailing expression's value. Throws only for a cell that does not compile. */
-function startCell(cell, file) {
+/** Compiles a prepared cell: `run()` runs its synchronous part (interruptible by SIGINT when the
+ * host found it may loop) and gives the trailing expression's value, or for an async cell
+ * (`sync` false) a promise of it. Throws only for a cell that does not compile. */
+function compileCell(cell, file) {
   if (cell.syntaxError) throw hostSyntaxError(file, cell.syntaxError)
   const code = String(cell.code)
-  wrapperLines.set(file, code.split('\n').length)
+  let lines = 1
+  for (let i = code.indexOf('\n'); i >= 0; i = code.indexOf('\n', i + 1)) lines++
+  wrapperLines.set(file, lines)
+  if (wrapperLines.size > WRAPPER_LINES_KEPT) wrapperLines.delete(wrapperLines.keys().next().value)
   const script = new vm.Script(code, {
     filename: file,
     columnOffset: Number(cell.col) | 0,
   })
   // The watchdog that makes SIGINT stop a running script costs a thread per run: only for a cell
   // the host found may loop.
-  return script.runInThisContext({ breakOnSigint: cell.guard !== false, displayErrors: false })
+  const options = { breakOnSigint: cell.guard !== false, displayErrors: false }
+  return { sync: cell.sync === true, guard: cell.guard !== false, run: () => script.runInThisContext(options) }
+}
+
+/** Runs a prepared cell; the promise settles with the trailing expression's value, awaited. */
+function startCell(cell, file) {
+  const c = compileCell(cell, file)
+  return c.sync ? Promise.resolve(c.run()) : c.run()
 }

@@ -33,21 +33,37 @@ const rawFds = [
 ].filter(([fd]) => fd >= 0)
 const realExit = process.exit.bind(process)
 
-/** Writes frames, [kind, Buffer or string] each, in one write. */
+// Frames are built in one buffer, kept between writes (they are synchronous): a fresh one per
+// large frame would be memory outside V8's heap that it collects garbage to account for.
+let framing = Buffer.allocUnsafeSlow(1 << 16)
+const FRAMING_KEPT = 4 << 20
+
+/** Writes frames, [kind, Buffer or string] each, in one write. A string is encoded (UTF-8)
+ * straight into the frame, its length filled in after: room for 3 bytes per UTF-16 unit costs
+ * less than counting its bytes first. */
 function send(...frames) {
-  const parts = frames.map(([kind, payload]) => [kind, typeof payload === 'string' ? Buffer.from(payload) : payload])
-  const frame = Buffer.allocUnsafe(parts.reduce((n, [, p]) => n + 5 + p.length, 0))
-  let at = 0
-  for (const [kind, p] of parts) {
-    frame[at] = kind
-    frame.writeUInt32LE(p.length, at + 1)
-    frame.set(p, at + 5)
-    at += 5 + p.length
+  let room = 0
+  for (const [, p] of frames) room += 5 + (typeof p === 'string' ? 3 * p.length : p.length)
+  let frame = framing
+  if (room > frame.length) {
+    if (room <= FRAMING_KEPT) frame = framing = Buffer.allocUnsafeSlow(Math.max(room, Math.min(FRAMING_KEPT, 2 * framing.length)))
+    else {
+      room = 0
+      for (const [, p] of frames) room += 5 + (typeof p === 'string' ? Buffer.byteLength(p) : p.length)
+      frame = Buffer.allocUnsafeSlow(room)
+    }
+  }
+  let size = 0
+  for (const [kind, p] of frames) {
+    const n = typeof p === 'string' ? frame.write(p, size + 5) : (frame.set(p, size + 5), p.length)
+    frame[size] = kind
+    frame.writeUInt32LE(n, size + 1)
+    size += 5 + n
   }
   let off = 0
-  while (off < frame.length) {
+  while (off < size) {
     try {
-      off += fs.writeSync(ctrlOut, frame, off)
+      off += fs.writeSync(ctrlOut, frame, off, size - off)
     } catch (e) {
       if (e.code !== 'EAGAIN' && e.code !== 'EINTR') realExit(71) // the host is gone
     }
@@ -63,12 +79,20 @@ const HELD_MAX = 1 << 20
 let lastDrain = 0
 const scratch = Buffer.allocUnsafe(1 << 16)
 
-/** Forwards what raw fd 1/2 writes are waiting. An empty pipe answers EAGAIN, which node throws:
- * with no stack to capture, that costs a few microseconds. */
+/** Forwards what raw fd 1/2 writes are waiting. An empty pipe answers EAGAIN, which node throws
+ * as an error it captures a full stack for (raising Error.stackTraceLimit to do so, unless the
+ * limit is read-only): held read-only at 0 meanwhile, a read that finds nothing costs a few
+ * microseconds instead of tens. */
 function drainRaw() {
   lastDrain = performance.now()
-  const limit = Error.stackTraceLimit
-  Error.stackTraceLimit = 0
+  const limit = Object.getOwnPropertyDescriptor(Error, 'stackTraceLimit')
+  let frozen = false
+  try {
+    Object.defineProperty(Error, 'stackTraceLimit', { value: 0, writable: false, configurable: true })
+    frozen = true
+  } catch {
+    // a cell made it unconfigurable: the reads cost more, nothing else changes
+  }
   try {
     for (const [fd, kind] of rawFds) {
       for (;;) {
@@ -83,7 +107,10 @@ function drainRaw() {
       }
     }
   } finally {
-    Error.stackTraceLimit = limit
+    if (frozen) {
+      if (limit) Object.defineProperty(Error, 'stackTraceLimit', limit)
+      else delete Error.stackTraceLimit
+    }
   }
 }
 
@@ -92,9 +119,10 @@ function output(kind, buf, drained) {
   if (cell) {
     // Raw writes made before this one go out first (checked at most every millisecond: a read
     // that finds nothing costs an exception).
-    if (!drained && performance.now() - lastDrain > 1) drainRaw()
+    if (!drained && cell.guard && performance.now() - lastDrain > 1) drainRaw()
     send([kind, buf])
   } else if (heldBytes < HELD_MAX) {
+    if (typeof buf === 'string') buf = Buffer.from(buf)
     const kept = buf.subarray(0, HELD_MAX - heldBytes)
     held.push([kind, Buffer.from(kept)])
     heldBytes += kept.length
@@ -108,8 +136,11 @@ function patchStream(stream, kind) {
       encoding = undefined
     }
     let buf
-    if (typeof chunk === 'string') buf = Buffer.from(chunk, Buffer.isEncoding(encoding) ? encoding : 'utf8')
-    else if (chunk instanceof Uint8Array) buf = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+    if (typeof chunk === 'string') {
+      // UTF-8 text goes to the frame as it is (encoded once, there).
+      const utf8 = encoding == null || encoding === 'utf8' || encoding === 'utf-8' || !Buffer.isEncoding(encoding)
+      buf = utf8 ? chunk : Buffer.from(chunk, encoding)
+    } else if (chunk instanceof Uint8Array) buf = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
     else throw new TypeError('The "chunk" argument must be of type string or an instance of Buffer or Uint8Array')
     output(kind, buf, false)
     if (typeof cb === 'function') process.nextTick(cb)
@@ -119,37 +150,60 @@ function patchStream(stream, kind) {
 
 function report(prefix, e) {
   const { text } = describeError(e)
-  output(0x65, Buffer.from(prefix + text), false)
+  output(0x65, prefix + text, false)
 }
 
 function onStray(prefix) {
   return (e) => {
     if (e instanceof KernelExit) {
-      if (cell) cell.stop({ exit: e.code })
+      if (cell && cell.stop) cell.stop({ exit: e.code })
       return
     }
     report(prefix, e)
   }
 }
 
-function serveCell(body) {
-  let prepared
-  try {
-    prepared = JSON.parse(body.toString('utf8'))
-  } catch {
-    prepared = { syntaxError: { message: 'the host sent a cell that is not JSON' } }
+// Compiled cells by their prepared text: a notebook runs a cell again, an agent retries or polls
+// with the same code, and compiling is most of what a small cell costs (more still in node 18
+// for a source compiled before under another name). A cell run again keeps the name it was
+// compiled with (its first <cell-N>) in stacks.
+const compiled = new Map()
+const COMPILED_ENTRIES = 64
+const COMPILED_SOURCE_MAX = 16 * 1024
+
+function compiledCell(body, file) {
+  const text = body.toString('utf8')
+  const keep = body.length <= COMPILED_SOURCE_MAX
+  let c = keep ? compiled.get(text) : undefined
+  if (c === undefined) {
+    let prepared
+    try {
+      prepared = JSON.parse(text)
+    } catch {
+      prepared = { syntaxError: { message: 'the host sent a cell that is not JSON' } }
+    }
+    c = compileCell(prepared, file)
+    if (keep) {
+      if (compiled.size >= COMPILED_ENTRIES) compiled.delete(compiled.keys().next().value)
+      compiled.set(text, c)
+    }
   }
+  return c
+}
+
+/** Runs one cell. A cell with no await and no promise for a value ends here, synchronously;
+ * otherwise the returned promise settles when it has. */
+function serveCell(body) {
   count += 1
   const file = `<cell-${count}>`
-  let stop
-  const stopped = new Promise((resolve) => (stop = resolve))
-  cell = { stop }
+  cell = { stop: null, guard: true }
   for (const [kind, buf] of held.splice(0)) send([kind, buf])
   heldBytes = 0
+  let guard = true
   // Raw output still in the pipes goes out before the cell's last frames; a cell with no call
-  // and no loop (prepared.guard false) wrote none.
+  // and no loop (guard false) wrote none.
   const finish = (rc, result) => {
-    if (prepared.guard !== false) drainRaw()
+    if (guard) drainRaw()
     cell = null
     if (result === undefined) send([0x64, String(rc)])
     else send([0x72, result], [0x64, String(rc)])
@@ -157,24 +211,35 @@ function serveCell(body) {
   const fail = (e) => {
     if (e instanceof KernelExit) return finish(e.code)
     const { error, text } = describeError(e)
-    output(0x65, Buffer.from(text), false)
+    output(0x65, text, false)
     send([0x78, JSON.stringify(error)])
     finish(1)
   }
+  const done = (value) => finish(0, value === undefined ? undefined : resultJson(bundleOf(value), true))
+  let value
   let running
   try {
-    running = startCell(prepared, file)
+    const c = compiledCell(body, file)
+    guard = cell.guard = c.guard
+    value = c.run()
+    if (c.sync) {
+      // A thenable value is awaited, as an async cell's would be.
+      const then = value !== null && (typeof value === 'object' || typeof value === 'function') ? value.then : undefined
+      if (typeof then !== 'function') return done(value)
+      running = Promise.resolve(value)
+    } else running = value
   } catch (e) {
-    return Promise.resolve(fail(e))
+    return fail(e)
   }
+  const stopped = new Promise((resolve) => (cell.stop = resolve))
   running.catch(() => {}) // settling after an interrupt is no one's business
-  return Promise.race([running.then((value) => ({ value })), stopped]).then((end) => {
+  return Promise.race([running.then((v) => ({ value: v })), stopped]).then((end) => {
     if (end.exit !== undefined) return finish(end.exit)
     if (end.interrupted) {
-      output(0x65, Buffer.from('Interrupted: the cell was still awaiting when it was interrupted\n'), false)
+      output(0x65, 'Interrupted: the cell was still awaiting when it was interrupted\n', false)
       return finish(130)
     }
-    finish(0, end.value === undefined ? undefined : resultJson(bundleOf(end.value), true))
+    done(end.value)
   }, fail)
 }
 
@@ -186,7 +251,10 @@ let inbuf = Buffer.alloc(0)
 async function pump() {
   if (busy) return
   busy = true
-  while (queue.length) await serveCell(queue.shift())
+  while (queue.length) {
+    const pending = serveCell(queue.shift())
+    if (pending) await pending
+  }
   busy = false
 }
 
@@ -212,11 +280,11 @@ function serve() {
     throw new KernelExit(code === undefined ? process.exitCode ?? 0 : code)
   }
   process.on('SIGINT', () => {
-    if (cell) cell.stop({ interrupted: true })
+    if (cell && cell.stop) cell.stop({ interrupted: true })
   })
   process.on('uncaughtException', onStray('Uncaught '))
   process.on('unhandledRejection', onStray('Uncaught (in promise) '))
-  installGlobals(makeDisplay((data) => output(0x72, Buffer.from(resultJson(data, false)), false)))
+  installGlobals(makeDisplay((data) => output(0x72, resultJson(data, false), false)))
   for (const [fd, kind] of rawFds) {
     const s = new net.Socket({ fd, readable: true, writable: false })
     s.on('data', (b) => output(kind, b, true))
