@@ -62,7 +62,7 @@ mod tests {
     fn the_js_launcher_hands_node_the_driver_and_marker() {
         let c = Language::JavaScript.command("kern-kernel-00");
         assert_eq!(c.len(), 6);
-        assert!(c[2].contains(r#"exec node -e "$1" "$2""#));
+        assert!(c[2].contains(r#"exec node --min-semi-space-size=8 -e "$1" "$2""#));
         assert_eq!(c[5], "kern-kernel-00");
     }
 }

@@ -704,20 +704,27 @@ fn find_driver(kern_pid: i32, marker: &str) -> Option<i32> {
 }
 
 /// kern's own processes (and the JavaScript driver's sh launcher) carry the marker too: only the
-/// interpreter's whole command line is `python3 -c DRIVER <marker>` or `node -e DRIVER <marker>`.
+/// interpreter's whole command line is `python3 -c DRIVER [ipython:…] <marker>` or
+/// `node --min-semi-space-size=8 -e DRIVER <marker>` (js/launch.sh).
 fn is_driver_cmdline(cmdline: &[u8], marker: &str) -> bool {
     let args: Vec<&[u8]> = cmdline
         .strip_suffix(b"\0")
         .unwrap_or(cmdline)
         .split(|b| *b == 0)
         .collect();
-    let mode_ok = match args.len() {
-        4 => true,
-        5 => args[3].starts_with(b"ipython:"), // `python3 -c DRIVER ipython:… <marker>`
+    let shape_ok = match args.as_slice() {
+        [_, flag, _, _] => *flag == b"-c",
+        [_, a, b, c, _] => {
+            (*a == b"-c" && c.starts_with(b"ipython:"))
+                || (*a == JS_HEAP_FLAG.as_bytes() && *b == b"-e")
+        }
         _ => false,
     };
-    mode_ok && (args[1] == b"-c" || args[1] == b"-e") && args.last() == Some(&marker.as_bytes())
+    shape_ok && args.last() == Some(&marker.as_bytes())
 }
+
+/// The one node option js/launch.sh gives the driver.
+const JS_HEAP_FLAG: &str = "--min-semi-space-size=8";
 
 /// The next frame of the running cell: any that arrived early first.
 async fn next_frame(
@@ -754,9 +761,17 @@ mod tests {
             m
         ));
         assert!(is_driver_cmdline(
-            b"node\0-e\0driver\0kern-kernel-00ff\0",
+            b"node\0--min-semi-space-size=8\0-e\0driver\0kern-kernel-00ff\0",
             m
         ));
+        assert!(!is_driver_cmdline(
+            b"node\0--inspect\0-e\0driver\0kern-kernel-00ff\0",
+            m
+        ));
+        assert!(
+            rich::JS_LAUNCH.contains(&format!("exec node {JS_HEAP_FLAG} -e \"$1\" \"$2\"")),
+            "the launcher starts node as is_driver_cmdline expects"
+        );
         let launcher = b"/bin/sh\0-c\0exec node\0kern-js-kernel\0driver\0kern-kernel-00ff\0";
         assert!(!is_driver_cmdline(launcher, m));
     }

@@ -246,7 +246,8 @@ function serveCell(body) {
 let count = 0
 const queue = []
 let busy = false
-let inbuf = Buffer.alloc(0)
+const EMPTY = Buffer.alloc(0)
+let inbuf = EMPTY
 
 async function pump() {
   if (busy) return
@@ -258,18 +259,32 @@ async function pump() {
   busy = false
 }
 
+/** Frames of the control channel; `chunk` is a view of a read buffer that the next read reuses,
+ * so what is kept is copied. */
 function onControl(chunk) {
-  inbuf = inbuf.length ? Buffer.concat([inbuf, chunk]) : chunk
-  while (inbuf.length >= 5) {
-    const n = inbuf.readUInt32LE(1)
-    if (inbuf.length < 5 + n) break
-    const kind = inbuf[0]
-    const body = inbuf.subarray(5, 5 + n)
-    inbuf = inbuf.subarray(5 + n)
+  let data = inbuf.length ? Buffer.concat([inbuf, chunk]) : chunk
+  while (data.length >= 5) {
+    const n = data.readUInt32LE(1)
+    if (data.length < 5 + n) break
+    const kind = data[0]
+    const body = data.subarray(5, 5 + n)
+    data = data.subarray(5 + n)
     if (kind !== 0x63) realExit(0)
     queue.push(Buffer.from(body))
   }
+  inbuf = data.length ? Buffer.from(data) : EMPTY
   pump()
+}
+
+/** A read-only socket on `fd` whose reads go to `onChunk(view)` in one reused buffer, past
+ * node's stream machinery (most of what a small cell's read cost the driver). */
+function reader(fd, onChunk) {
+  return new net.Socket({
+    fd,
+    readable: true,
+    writable: false,
+    onread: { buffer: Buffer.allocUnsafe(1 << 16), callback: (n, buf) => void onChunk(buf.subarray(0, n)) },
+  })
 }
 
 function serve() {
@@ -286,12 +301,9 @@ function serve() {
   process.on('unhandledRejection', onStray('Uncaught (in promise) '))
   installGlobals(makeDisplay((data) => output(0x72, resultJson(data, false), false)))
   for (const [fd, kind] of rawFds) {
-    const s = new net.Socket({ fd, readable: true, writable: false })
-    s.on('data', (b) => output(kind, b, true))
-    s.on('error', () => {})
+    reader(fd, (b) => output(kind, b, true)).on('error', () => {})
   }
-  const control = new net.Socket({ fd: ctrlIn, readable: true, writable: false })
-  control.on('data', onControl)
+  const control = reader(ctrlIn, onControl)
   control.on('end', () => realExit(0))
   control.on('error', () => realExit(0))
   send([0x52, ''])
