@@ -101,26 +101,6 @@ function blank(code, start, end) {
   return code.slice(start, end).replace(/[^\n]/g, ' ')
 }
 
-/** Every `import(...)` expression, anywhere in the cell, calls the driver's importer instead (a
- * name of the keyword's length, so columns stay): node refuses `import()` in vm scripts without
- * a flag. */
-function dynamicImportEdits(tree, edits) {
-  acornWalk(tree, (node) => {
-    if (node.type === 'ImportExpression') edits.push({ start: node.start, end: node.start + 6, text: '__kimp' })
-  })
-}
-
-/** Calls `visit` on every node of an ESTree tree; `visit` returning false skips its children. */
-function acornWalk(node, visit) {
-  if (visit(node) === false) return
-  for (const key of Object.keys(node)) {
-    const v = node[key]
-    if (Array.isArray(v)) {
-      for (const x of v) if (x && typeof x.type === 'string') acornWalk(x, visit)
-    } else if (v && typeof v.type === 'string') acornWalk(v, visit)
-  }
-}
-
 const FUNCTIONS = new Set(['FunctionDeclaration', 'FunctionExpression', 'ArrowFunctionExpression'])
 const RUNS_CODE = /^(For|ForIn|ForOf|While|DoWhile)Statement$|^(Call|New|TaggedTemplate)Expression$/
 
@@ -196,30 +176,38 @@ function boundedCall(node) {
   return stringLiteral && args.every(plainValue)
 }
 
-/** Whether the cell's synchronous part can run for long: a loop, or a call outside function
- * bodies (which run only when called) but to the builtins above. Only such a cell runs under
- * V8's SIGINT watchdog, which costs a thread and a reinstalled signal handler per cell (some
- * 50-90 us in node 18); the others end on their own. */
-function mayLoop(tree) {
-  let found = false
-  acornWalk(tree, (node) => {
-    if (found || FUNCTIONS.has(node.type)) return false
-    if (node.type === 'CallExpression' && boundedCall(node)) return false
-    if (RUNS_CODE.test(node.type)) found = true
-  })
-  return found
-}
-
-/** Whether the cell awaits at its top level (outside any function): `await`, `for await`, or an
- * import line (which becomes an awaited import). */
-function awaitsAtTop(tree) {
-  let found = false
-  acornWalk(tree, (node) => {
-    if (found || FUNCTIONS.has(node.type)) return false
-    if (node.type === 'AwaitExpression' || node.type === 'ImportDeclaration' || (node.type === 'ForOfStatement' && node.await)) found = true
-    if (node.type === 'VariableDeclaration' && node.kind === 'await using') found = true
-  })
-  return found
+/** One pass over the cell's tree, for what the rewrite needs to know beyond its top-level
+ * statements (an ESTree walk is a good part of preparing a long cell):
+ *  - every `import(...)` expression, anywhere, calls the driver's importer instead (a name of the
+ *    keyword's length, so columns stay): node refuses `import()` in vm scripts without a flag;
+ *  - `guard`: whether the synchronous part can run for long, a loop or a call (outside function
+ *    bodies, which run only when called) but to the builtins above. Only such a cell runs under
+ *    V8's SIGINT watchdog, which costs a thread and a reinstalled signal handler per cell (some
+ *    50-90 us in node 18); the others end on their own;
+ *  - `awaits`: whether it awaits at its top level (`await`, `for await`, `await using`, or an
+ *    import line, which becomes an awaited import), so it must run as an async function. */
+function scan(tree, edits) {
+  let guard = false
+  let awaits = false
+  const visit = (node, inFunction) => {
+    const type = node.type
+    if (type === 'ImportExpression') edits.push({ start: node.start, end: node.start + 6, text: '__kimp' })
+    if (FUNCTIONS.has(type)) inFunction = true
+    else if (!inFunction) {
+      if (!guard && RUNS_CODE.test(type) && !(type === 'CallExpression' && boundedCall(node))) guard = true
+      if (type === 'AwaitExpression' || type === 'ImportDeclaration' || (type === 'ForOfStatement' && node.await)) awaits = true
+      if (type === 'VariableDeclaration' && node.kind === 'await using') awaits = true
+    }
+    for (const key in node) {
+      const v = node[key]
+      if (v === null || typeof v !== 'object') continue
+      if (Array.isArray(v)) {
+        for (const x of v) if (x !== null && typeof x.type === 'string') visit(x, inFunction)
+      } else if (typeof v.type === 'string') visit(v, inFunction)
+    }
+  }
+  visit(tree, false)
+  return { guard, awaits }
 }
 
 /** `import ... from 'm'` as an awaited dynamic import assigning the same (global) names. */
@@ -344,7 +332,10 @@ function prepare(source, typescript) {
   }
   let returnInPrefix = false
   let trailing = false
-  const sync = !awaitsAtTop(tree)
+  // import() edits go after the body's: one at the trailing expression's start follows its `return (`.
+  const importEdits = []
+  const { guard, awaits } = scan(tree, importEdits)
+  const sync = !awaits
   // The trailing expression is the last statement, not counting `var x;` lines (no effect at
   // run time; swc's transform mode appends them for enums and namespaces).
   let last = body.length - 1
@@ -390,8 +381,7 @@ function prepare(source, typescript) {
         declarationEdits(code, node, names, exported, edits)
     }
   })
-  dynamicImportEdits(tree, edits)
-  const guard = mayLoop(tree)
+  edits.push(...importEdits)
   const unique = [...new Set(names)]
   const vars = unique.length ? `var ${unique.join(', ')}; ` : ''
   let prefix
