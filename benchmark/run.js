@@ -654,21 +654,35 @@ const JS_KERNEL_CELLS = {
  * medians); kernel start to first result against a one-shot `node -e ""` box; host-side
  * preparation of a 1,000-line TypeScript cell. */
 async function jsKernelRow() {
-  const langs = ['javascript', 'python']
+  // jsfloor: the JavaScript cells through a bare framed pipe to a resident node in the same box.
+  const langs = ['javascript', 'python', 'jsfloor']
+  const bare = await bareTemplate()
   const acc = Object.fromEntries(langs.map((l) => [l, { cells: {}, errors: [] }]))
   const start = { kernel: [], box: [], failed: 0, errors: [] }
   for (let r = 0; r < ROUNDS; r++) {
-    for (const language of order(langs, r)) {
+    for (const run of order(langs, r)) {
+      const floor = run === 'jsfloor'
+      const language = floor ? 'javascript' : run
       const res = await worker(
-        { mode: 'kernel', impl: 'ours', module: IMPLS.ours, language, cells: JS_KERNEL_CELLS[language], n: Q ? 200 : 1000, warmup: 50, sandbox: { workspace: fixtures.realWs } },
+        {
+          mode: 'kernel',
+          impl: floor ? 'floor' : 'ours',
+          bare: floor ? bare : undefined,
+          module: IMPLS.ours,
+          language,
+          cells: JS_KERNEL_CELLS[language],
+          n: Q ? 200 : 1000,
+          warmup: 50,
+          sandbox: { workspace: fixtures.realWs },
+        },
         baseEnv(REAL_KERN),
       )
       if (res.error) {
-        acc[language].errors.push(res.error)
+        acc[run].errors.push(res.error)
         continue
       }
       for (const [name, c] of Object.entries(res.cells)) {
-        const cell = (acc[language].cells[name] ||= { samples: [], failed: 0 })
+        const cell = (acc[run].cells[name] ||= { samples: [], failed: 0 })
         cell.samples.push(...c.samples)
         cell.failed += c.failed
       }
@@ -688,15 +702,19 @@ async function jsKernelRow() {
   const ts = await worker({ mode: 'tsPrepare', impl: 'ours', module: IMPLS.ours, lines: 1000, n: Q ? 30 : 100, warmup: 20 }, baseEnv(REAL_KERN))
   const m = (l, name) => median(acc[l].cells[name]?.samples || [])
   const e = { ours: { errors: acc.javascript.errors }, ref: { errors: acc.python.errors } }
+  const ef = { ours: { errors: acc.javascript.errors }, floor: { errors: acc.jsfloor.errors } }
   const startK = median(start.kernel)
   const startB = median(start.box)
   const strip = ts.error ? null : median(ts.strip)
   const prep = ts.error ? null : median(ts.prepare)
   return {
-    data: { acc: { javascript: { errors: acc.javascript.errors }, python: { errors: acc.python.errors } }, medians: { js: [m('javascript', 'trivial'), m('javascript', 'print100k')], py: [m('python', 'trivial'), m('python', 'print100k')] }, start: { kernel: startK, box: startB, failed: start.failed, errors: start.errors }, ts: { strip, prepare: prep, error: ts.error } },
+    data: { acc: { javascript: { errors: acc.javascript.errors }, python: { errors: acc.python.errors }, jsfloor: { errors: acc.jsfloor.errors } }, medians: { js: [m('javascript', 'trivial'), m('javascript', 'print100k')], py: [m('python', 'trivial'), m('python', 'print100k')], jsfloor: [m('jsfloor', 'trivial'), m('jsfloor', 'print100k')] }, start: { kernel: startK, box: startB, failed: start.failed, errors: start.errors }, ts: { strip, prepare: prep, error: ts.error } },
     lines: [
       line('JS kernel vs Python kernel (ref column): `x = 1 + 1`', 'median ms', m('javascript', 'trivial'), m('python', 'trivial'), 'lower', 1, '<= 1x', errs(e)),
       line('  a cell writing 100 kB', 'median ms', m('javascript', 'print100k'), m('python', 'print100k'), 'lower', 1, '<= 1x'),
+      // The reference column here is the JavaScript pipe floor, not a package.
+      line('JS kernel vs the JS pipe floor: `x = 1 + 1`', 'median ms', m('javascript', 'trivial'), m('jsfloor', 'trivial'), 'lower', 2, '<= 2x', errs(ef)),
+      line('  a cell writing 100 kB', 'median ms', m('javascript', 'print100k'), m('jsfloor', 'print100k'), 'lower', 2, '<= 2x'),
       line('JS kernel start to first result vs one-shot `node -e ""` box', 'median ms', startK, startB, 'lower', 1.5, '<= 1.5x', start.errors.length || start.failed ? { ours: { errors: start.errors.length ? start.errors : [`${start.failed} failed`] } } : null),
       line('type stripping, 1,000-line TS cell (amaro strip-only)', 'median ms', strip, null, 'none', null, '<= 5 ms', ts.error ? { ours: { errors: [ts.error] } } : null, strip == null ? undefined : strip <= 5),
       line('  whole cell preparation (strip + rewrite)', 'median ms', prep, null, 'none', null, 'report'),

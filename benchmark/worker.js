@@ -172,13 +172,43 @@ while True:
     os.write(out, H.pack(100, 1) + b"0")
 `
 
+/** The same floor under a warm JavaScript kernel: a resident node reading frames on fd 0 (node
+ * streams), running each cell with vm.runInThisContext, console.log framed straight onto fd 1.
+ * No preparation, no trailing value, no capture of anything else, no interrupts. */
+const FLOOR_JS = `
+const fs = require('fs'), vm = require('vm'), net = require('net')
+function frame(kind, s) {
+  const b = Buffer.from(s), h = Buffer.alloc(5)
+  h[0] = kind
+  h.writeUInt32LE(b.length, 1)
+  fs.writeSync(1, b.length < 65536 ? Buffer.concat([h, b]) : h)
+  if (b.length >= 65536) fs.writeSync(1, b)
+}
+console.log = (...a) => frame(111, a.join(' ') + '\\n')
+let buf = Buffer.alloc(0)
+const input = new net.Socket({ fd: 0, readable: true, writable: false })
+input.on('data', (c) => {
+  buf = buf.length ? Buffer.concat([buf, c]) : c
+  while (buf.length >= 5) {
+    const n = buf.readUInt32LE(1)
+    if (buf.length < 5 + n) break
+    const code = buf.subarray(5, 5 + n).toString()
+    buf = buf.subarray(5 + n)
+    vm.runInThisContext(code)
+    frame(100, '0')
+  }
+})
+input.on('end', () => process.exit(0))
+frame(82, '')
+`
+
 /** A framed ping-pong with a resident interpreter, Node streams on this side. */
-function pipeFloor(tpl) {
+function pipeFloor(tpl, language) {
   const args = bareArgs(tpl)
   const dash = args.indexOf('--')
   const t = args.indexOf('--timeout')
   if (t >= 0 && t < dash) args[t + 1] = '3600'
-  args.splice(dash + 1, args.length, 'python3', '-c', FLOOR_PY)
+  args.splice(dash + 1, args.length, ...(language === 'javascript' ? ['node', '-e', FLOOR_JS] : ['python3', '-c', FLOOR_PY]))
   const child = spawn(tpl.kern, args, { detached: true, stdio: ['pipe', 'pipe', 'ignore'] })
   let pending = Buffer.alloc(0)
   let waiter = null
@@ -225,7 +255,7 @@ const modes = {
     let s = null
     let k
     if (spec.impl === 'floor') {
-      k = pipeFloor(spec.bare)
+      k = pipeFloor(spec.bare, spec.language)
       await k.ready
     } else {
       s = await openSandbox()
