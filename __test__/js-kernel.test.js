@@ -268,6 +268,20 @@ test('aborting a cell stuck on a never-settling await ends it; the kernel serves
   assert.deepEqual(texts(await k.runCode('survivorJs + 1')), ['124'])
 })
 
+test('an abort landing as a cell\'s synchronous part ends still stops it, every time', async () => {
+  // The abort fires on the cell's first output, so SIGINT often reaches node just as V8's
+  // watchdog for that run stops: node drops that one, and the host must interrupt again.
+  await k.runCode('const keptThroughAborts = 125')
+  for (let i = 0; i < 40; i++) {
+    const ac = new AbortController()
+    const p = k.runCode('console.log("tick")\nawait new Promise(() => {})', { signal: ac.signal, onStdout: () => ac.abort() })
+    const t0 = Date.now()
+    await assert.rejects(within(p, 15_000, 'the aborted cell'), { name: 'AbortError' })
+    assert.equal(k.alive, true, `abort ${i} cost the kernel (after ${Date.now() - t0} ms)`)
+  }
+  assert.deepEqual(texts(await k.runCode('keptThroughAborts')), ['125'])
+})
+
 test('a cell timeout and the output cap tear the kernel down, with no process left', async () => {
   const kk = await sbx.kernel({ language: 'js' })
   const marker = `kst-jstimeout-${rand()}`

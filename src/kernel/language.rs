@@ -22,6 +22,19 @@ impl Language {
         }
     }
 
+    /// How often an aborted cell's driver is interrupted again while the cell has not ended.
+    /// node can lose a SIGINT: one arriving as a cell's synchronous part ends goes to V8's
+    /// watchdog for that run after it stopped looking (node's own race), and the cell, now
+    /// awaiting, never hears of it; a later one reaches the driver's listener (js/kernel.js
+    /// spends what such a race can leave counted). Python's driver holds SIGINT blocked outside
+    /// cells, so a repeat would stay pending and interrupt the next cell: it gets one.
+    pub fn reinterrupt(self) -> Option<std::time::Duration> {
+        match self {
+            Language::Python => None,
+            Language::JavaScript => Some(std::time::Duration::from_millis(100)),
+        }
+    }
+
     /// The box command. Each driver ends up as a process whose whole command line is
     /// `<interpreter> <flag> DRIVER <marker>`, which is how `find_driver` tells it from kern's own
     /// processes; the JavaScript one is started through a small sh launcher that lays out its fds.

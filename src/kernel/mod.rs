@@ -28,6 +28,7 @@ use crate::lifecycle::fault::{self, Ending, Fault};
 use crate::lifecycle::outcome::Outcome;
 use crate::lifecycle::spawn::{Pipes, Resident};
 use crate::output::{ChunkFn, Sink, QUEUE_DEPTH};
+use language::Language;
 use protocol::{FrameReader, ReadError};
 
 /// A JS callback handed each result (as its JSON text) as it is produced; weak, like ChunkFn.
@@ -128,6 +129,8 @@ struct Server {
     ended: Arc<Mutex<Option<String>>>,
     /// Frames that arrived before the serving task took up the cell `submit` had already sent.
     early: std::collections::VecDeque<(u8, Vec<u8>)>,
+    /// How often an interrupt is sent again while the aborted cell has not ended, if at all.
+    reinterrupt: Option<Duration>,
 }
 
 enum CellEnd {
@@ -144,6 +147,7 @@ impl Kernel {
         pipes: Pipes,
         cap: usize,
         marker: String,
+        language: Language,
         startup: Duration,
         stop: &Cancel,
     ) -> Result<Arc<Kernel>> {
@@ -174,6 +178,7 @@ impl Kernel {
             alive: Arc::new(AtomicBool::new(true)),
             ended: Default::default(),
             early: Default::default(),
+            reinterrupt: language.reinterrupt(),
         };
         let ready = tokio::select! {
             r = tokio::time::timeout(startup, server.frames.next()) => r,
@@ -461,6 +466,8 @@ impl Server {
         tokio::pin!(deadline);
         let grace = tokio::time::sleep(Duration::MAX / 4);
         tokio::pin!(grace);
+        let again = tokio::time::sleep(Duration::MAX / 4);
+        tokio::pin!(again);
         let mut interrupted = false;
         let outcome = |c: Collect, exit_code: i32, fault: Option<Fault>| Outcome {
             truncated: false,
@@ -548,11 +555,19 @@ impl Server {
                         return (CellEnd::Gone("the sandbox was closed".into()), Err(Error::sandbox("the sandbox was closed while the cell was running")));
                     }
                     interrupted = true;
+                    let now = tokio::time::Instant::now();
                     if !self.interrupt() {
-                        grace.as_mut().reset(tokio::time::Instant::now());
+                        grace.as_mut().reset(now);
                     } else {
-                        grace.as_mut().reset(tokio::time::Instant::now() + INTERRUPT_GRACE);
+                        grace.as_mut().reset(now + INTERRUPT_GRACE);
+                        if let Some(every) = self.reinterrupt {
+                            again.as_mut().reset(now + every);
+                        }
                     }
+                }
+                _ = &mut again, if interrupted && self.reinterrupt.is_some() => {
+                    self.interrupt();
+                    again.as_mut().reset(tokio::time::Instant::now() + self.reinterrupt.unwrap_or(INTERRUPT_GRACE));
                 }
                 _ = &mut grace, if interrupted => {
                     self.boxed.tear_down().await;

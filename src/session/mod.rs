@@ -404,6 +404,7 @@ impl Session {
             pipes,
             self.cfg.max_output,
             marker,
+            language,
             startup,
             &starting.cancel,
         )

@@ -163,6 +163,19 @@ function onStray(prefix) {
   }
 }
 
+/** node's SIGINT watchdog (breakOnSigint) counts signals on a semaphore that its stop does not
+ * reset: a SIGINT racing with the end of a guarded run (the host interrupts again while an
+ * aborted cell has not ended) can stay counted and interrupt the next guarded cell the moment it
+ * starts. After an interrupted cell, before the next one is read, a guarded run made to be
+ * interrupted spends such a count; with none, it ends on its own after a few milliseconds. */
+function spendStrayInterrupt() {
+  try {
+    vm.runInThisContext('for (const end = Date.now() + 10; Date.now() < end;);', { breakOnSigint: true })
+  } catch {
+    // interrupted: the count is spent
+  }
+}
+
 // Compiled cells by their prepared text: a notebook runs a cell again, an agent retries or polls
 // with the same code, and compiling is most of what a small cell costs (more still in node 18
 // for a source compiled before under another name). A cell run again keeps the name it was
@@ -200,6 +213,7 @@ function serveCell(body) {
   for (const [kind, buf] of held.splice(0)) send([kind, buf])
   heldBytes = 0
   let guard = true
+  let interrupted = false
   // Raw output still in the pipes goes out before the cell's last frames; a cell with no call
   // and no loop (guard false) wrote none.
   const finish = (rc, result) => {
@@ -207,9 +221,11 @@ function serveCell(body) {
     cell = null
     if (result === undefined) send([0x64, String(rc)])
     else send([0x72, result], [0x64, String(rc)])
+    if (interrupted) spendStrayInterrupt()
   }
   const fail = (e) => {
     if (e instanceof KernelExit) return finish(e.code)
+    if (field(e, 'code') === 'ERR_SCRIPT_EXECUTION_INTERRUPTED') interrupted = true
     const { error, text } = describeError(e)
     output(0x65, text, false)
     send([0x78, JSON.stringify(error)])
@@ -236,6 +252,7 @@ function serveCell(body) {
   return Promise.race([running.then((v) => ({ value: v })), stopped]).then((end) => {
     if (end.exit !== undefined) return finish(end.exit)
     if (end.interrupted) {
+      interrupted = true
       output(0x65, 'Interrupted: the cell was still awaiting when it was interrupted\n', false)
       return finish(130)
     }
