@@ -167,14 +167,16 @@ function onStray(prefix) {
  * reset: a SIGINT racing with the end of a guarded run (the host interrupts again while an
  * aborted cell has not ended) can stay counted and interrupt the next guarded cell the moment it
  * starts. After an interrupted cell, before the next one is read, a guarded run made to be
- * interrupted spends such a count; with none, it ends on its own after a few milliseconds. */
+ * interrupted spends such a count; with none, it ends on its own after some milliseconds. */
 function spendStrayInterrupt() {
   try {
-    vm.runInThisContext('for (const end = Date.now() + 10; Date.now() < end;);', { breakOnSigint: true })
+    strayInterruptSpin.runInThisContext({ breakOnSigint: true })
   } catch {
     // interrupted: the count is spent
   }
 }
+// A few milliseconds of counting, touching no global a cell could have replaced (a faked clock).
+const strayInterruptSpin = new vm.Script('for (let i = 0; i < 5e6; i++);')
 
 // Compiled cells by their prepared text: a notebook runs a cell again, an agent retries or polls
 // with the same code, and compiling is most of what a small cell costs (more still in node 18
