@@ -565,9 +565,12 @@ impl Server {
                         }
                     }
                 }
-                _ = &mut again, if interrupted && self.reinterrupt.is_some() => {
+                // Set only for a language that re-sends interrupts.
+                _ = &mut again, if interrupted => {
                     self.interrupt();
-                    again.as_mut().reset(tokio::time::Instant::now() + self.reinterrupt.unwrap_or(INTERRUPT_GRACE));
+                    if let Some(every) = self.reinterrupt {
+                        again.as_mut().reset(tokio::time::Instant::now() + every);
+                    }
                 }
                 _ = &mut grace, if interrupted => {
                     self.boxed.tear_down().await;

@@ -103,7 +103,7 @@ function drainRaw() {
           break // EAGAIN: nothing waits
         }
         if (n <= 0) break
-        output(kind, Buffer.from(scratch.subarray(0, n)), true)
+        output(kind, scratch.subarray(0, n), true) // output() copies what it keeps
       }
     }
   } finally {
@@ -122,9 +122,10 @@ function output(kind, buf, drained) {
     if (!drained && cell.guard && performance.now() - lastDrain > 1) drainRaw()
     send([kind, buf])
   } else if (heldBytes < HELD_MAX) {
-    if (typeof buf === 'string') buf = Buffer.from(buf)
-    const kept = buf.subarray(0, HELD_MAX - heldBytes)
-    held.push([kind, Buffer.from(kept)])
+    // A copy: `buf` may be a view of a read buffer that is reused.
+    const room = HELD_MAX - heldBytes
+    const kept = typeof buf === 'string' ? Buffer.from(buf).subarray(0, room) : Buffer.from(buf.subarray(0, room))
+    held.push([kind, kept])
     heldBytes += kept.length
   }
 }
@@ -211,15 +212,14 @@ function compiledCell(body, file) {
 function serveCell(body) {
   count += 1
   const file = `<cell-${count}>`
-  cell = { stop: null, guard: true }
+  const current = (cell = { stop: null, guard: true })
   for (const [kind, buf] of held.splice(0)) send([kind, buf])
   heldBytes = 0
-  let guard = true
   let interrupted = false
   // Raw output still in the pipes goes out before the cell's last frames; a cell with no call
   // and no loop (guard false) wrote none.
   const finish = (rc, result) => {
-    if (guard) drainRaw()
+    if (current.guard) drainRaw()
     cell = null
     if (result === undefined) send([0x64, String(rc)])
     else send([0x72, result], [0x64, String(rc)])
@@ -238,7 +238,7 @@ function serveCell(body) {
   let running
   try {
     const c = compiledCell(body, file)
-    guard = cell.guard = c.guard
+    current.guard = c.guard
     value = c.run()
     if (c.sync) {
       // A thenable value is awaited, as an async cell's would be.
@@ -249,7 +249,7 @@ function serveCell(body) {
   } catch (e) {
     return fail(e)
   }
-  const stopped = new Promise((resolve) => (cell.stop = resolve))
+  const stopped = new Promise((resolve) => (current.stop = resolve))
   running.catch(() => {}) // settling after an interrupt is no one's business
   return Promise.race([running.then((v) => ({ value: v })), stopped]).then((end) => {
     if (end.exit !== undefined) return finish(end.exit)
