@@ -135,6 +135,6 @@ function bytesOption(method, opts) {
 }
 
 module.exports = {
-  DEFAULTS, EXPOSED, NULLABLE_CAPS, OPTION_TYPES, show, nativeOptions, checkCallback, optionsBag, checkSignal, toBytes,
-  checkPath, bytesOption,
+  DEFAULTS, EXPOSED, NULLABLE_CAPS, OPTION_TYPES, show, nativeOptions, checkCallback, checkType, optionsBag, checkSignal,
+  toBytes, checkPath, bytesOption,
 }

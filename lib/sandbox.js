@@ -4,8 +4,8 @@
 const { NativeSandbox } = require('./native.js')
 const { SandboxError, callNative, fromNative } = require('./errors.js')
 const {
-  DEFAULTS, EXPOSED, NULLABLE_CAPS, show, nativeOptions, checkCallback, optionsBag, checkSignal, toBytes, checkPath,
-  bytesOption,
+  DEFAULTS, EXPOSED, NULLABLE_CAPS, show, nativeOptions, checkCallback, checkType, optionsBag, checkSignal, toBytes,
+  checkPath, bytesOption,
 } = require('./options.js')
 const { chunkSink, nativeCall, cancellable } = require('./calls.js')
 const { finishResult } = require('./results.js')
@@ -113,9 +113,7 @@ class Sandbox {
     const timeoutS = opts.timeoutS ?? this.timeoutS
     if (typeof timeoutS !== 'number') throw new SandboxError('timeoutS must be a positive number of seconds')
     const language = kernelLanguage(opts.language ?? 'python')
-    if (opts.image != null && typeof opts.image !== 'string') {
-      throw new SandboxError(`invalid option image: expected a string, got ${show(opts.image)}`)
-    }
+    if (opts.image != null) checkType('image', opts.image, 'string')
     const native = await callNative(() =>
       this.#native.kernel(timeoutS, language.native, opts.image ?? undefined),
     )

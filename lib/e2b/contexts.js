@@ -8,7 +8,8 @@ const { randomUUID } = require('node:crypto')
 const path = require('node:path')
 const { Kernel } = require('../kernel.js')
 const { SandboxError, TimeoutError, InvalidArgumentError, NotFoundError, killedError, toE2B } = require('./errors.js')
-const { ExecutionError, Execution, fromCore, lines, LineStream, call } = require('./execution.js')
+const { ExecutionError, Execution, fromCore, lines, LineStream } = require('./execution.js')
+const { deliver } = require('../results.js')
 
 /** The box's home, where the workspace is bound: every context's default working directory. */
 const HOME = '/home/user'
@@ -217,7 +218,7 @@ class Contexts {
         timeoutS: KERNEL_BACKSTOP_S,
         onStdout: out && ((c) => out.write(c)),
         onStderr: err && ((c) => err.write(c)),
-        onResult: opts.onResult && ((core) => call(opts.onResult, e2b(core))),
+        onResult: opts.onResult && ((core) => deliver(opts.onResult, e2b(core))),
       })
     } catch (x) {
       if (this.#host.killed) throw killedError(x)
@@ -240,7 +241,7 @@ class Contexts {
     if (r.fault) throw new SandboxError(`the context's kernel was stopped: ${r.fault.message}`)
     e.count += 1
     const error = r.error ? new ExecutionError(r.error.name, r.error.value, r.error.traceback) : undefined
-    if (error && opts.onError) call(opts.onError, error)
+    if (error && opts.onError) deliver(opts.onError, error)
     return new Execution(r.results.map(e2b), { stdout: lines(r.stdout), stderr: lines(withoutTraceback(r.stderr, r.error)) }, error, e.count)
   }
 

@@ -3,6 +3,7 @@
 // and the line splitting of live output into OutputMessages.
 
 const { StringDecoder } = require('node:string_decoder')
+const { deliver } = require('../results.js')
 
 /** One line a cell printed (`line` ends in its newline, but for an unterminated last line). */
 class OutputMessage {
@@ -43,7 +44,9 @@ const FIELDS = {
 }
 /** The in-box MIME type of a DataFrame's columns (E2B's `data`). */
 const DATA_MIME = 'e2b/data'
-const FORMAT_ORDER = ['html', 'markdown', 'svg', 'png', 'jpeg', 'pdf', 'latex', 'json', 'javascript']
+/** E2B's format fields, in its order: text first. */
+const FORMATS = Object.values(FIELDS)
+const FORMAT_ORDER = FORMATS.filter((f) => f !== 'text')
 
 /** One value a cell produced, in every format it was captured as. Images are base64 strings. */
 class Result {
@@ -52,9 +55,7 @@ class Result {
   constructor(raw, isMainResult) {
     this.raw = { ...raw }
     this.isMainResult = !!isMainResult
-    for (const f of ['text', 'html', 'markdown', 'svg', 'png', 'jpeg', 'pdf', 'latex', 'json', 'javascript']) {
-      this[f] = typeof raw[f] === 'string' ? raw[f] : undefined
-    }
+    for (const f of FORMATS) this[f] = typeof raw[f] === 'string' ? raw[f] : undefined
     this.data = raw.data && typeof raw.data === 'object' ? raw.data : undefined
     this.chart = raw.chart && typeof raw.chart === 'object' ? raw.chart : undefined
     this.extra = {}
@@ -73,12 +74,12 @@ class Result {
 
   toJSON() {
     const out = {}
-    for (const f of ['text', 'html', 'markdown', 'svg', 'png', 'jpeg', 'pdf', 'latex', 'json', 'javascript']) out[f] = this[f]
+    for (const f of FORMATS) out[f] = this[f]
     if (Object.keys(this.extra).length) out.extra = this.extra
     return out
   }
 }
-const KNOWN = Object.fromEntries(['text', 'html', 'markdown', 'svg', 'png', 'jpeg', 'pdf', 'latex', 'json', 'javascript', 'data', 'chart', 'extra'].map((k) => [k, true]))
+const KNOWN = Object.fromEntries([...FORMATS, 'data', 'chart', 'extra'].map((k) => [k, true]))
 
 /** A core Result (MIME bundle) as this entry's Result. */
 function fromCore(core) {
@@ -149,18 +150,8 @@ class LineStream {
   }
 
   emit(line) {
-    call(this.fn, new OutputMessage(line, Date.now() * 1e6, this.error))
+    deliver(this.fn, new OutputMessage(line, Date.now() * 1e6, this.error))
   }
 }
 
-/** Calls a user callback; what it throws or rejects with must not break the execution. */
-function call(fn, value) {
-  try {
-    const p = fn(value)
-    if (p && typeof p.then === 'function') p.then(undefined, () => {})
-  } catch {
-    // The value is in the Execution as well.
-  }
-}
-
-module.exports = { OutputMessage, ExecutionError, Result, Execution, fromCore, lines, LineStream, call }
+module.exports = { OutputMessage, ExecutionError, Result, Execution, fromCore, lines, LineStream }
