@@ -13,7 +13,10 @@ TOTAL = 200000
 MAX_BOXES = 200  # box plot detection compares every box with every segment: kept small
 MAX_TICKS = 1000
 MAX_TEXT = 4096
-SCALES = frozenset(("linear", "log", "symlog", "logit", "function", "functionlog", "asinh"))
+# The axis kinds a chart can have (E2B's ScaleType): matplotlib's scales, dates and categories.
+SCALES = frozenset(
+    ("linear", "log", "symlog", "logit", "function", "functionlog", "asinh", "datetime", "categorical")
+)
 
 
 def chart_json(fig):
@@ -213,9 +216,7 @@ def _axes_chart(ax):
     if patches and not lines and not colls and not bars and all(isinstance(p, Wedge) for p in patches):
         return {"type": "pie", "title": title, "elements": _pie(patches)}
     xs, ys = _Axis(ax.xaxis), _Axis(ax.yaxis)
-    if xs.kind not in SCALES and xs.kind not in ("datetime", "categorical"):
-        return _unknown(title)
-    if ys.kind not in SCALES and ys.kind not in ("datetime", "categorical"):
+    if xs.kind not in SCALES or ys.kind not in SCALES:
         return _unknown(title)
     if bars and not lines and not colls:
         in_bars = set(id(p) for c in bars for p in c.patches)

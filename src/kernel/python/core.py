@@ -31,14 +31,15 @@ def _dedent(src):
     return "".join(line[n:] if line.startswith(common) else line.lstrip(" \t\f") for line in lines)
 
 
-def _split_tail(src, filename):
+def _split_tail(src, filename, assigns=None):
     """Compiles a cell: (code for its statements, code for its trailing expression or None).
 
     The last top-level statement starts at the last column-0 line where the source splits into
     two parts that both compile; it is the trailing expression when it compiles in eval mode.
     This spares the `_ast` import (~1 ms per one-shot call); a last line with a `;` takes the AST
     path, which sees inside the line. A cell ending in `;` has no trailing value, as in IPython
-    (`plt.plot(xs);` gives its figure and no `[<Line2D>]`)."""
+    (`plt.plot(xs);` gives its figure and no `[<Line2D>]`). `assigns(line)`, when given, tells a
+    line that is plainly an assignment, whose eval attempt is then skipped."""
     src = _dedent(src)
     lines = src.splitlines(True)
     last = len(lines) - 1
@@ -59,7 +60,7 @@ def _split_tail(src, filename):
         except SyntaxError:
             continue
         word = lines[k].split(None, 1)[0].split("(", 1)[0].rstrip(":")
-        if word[:1] != "@" and word not in _STATEMENT_WORDS and not (_assigns and _assigns(line)):
+        if word[:1] != "@" and word not in _STATEMENT_WORDS and not (assigns and assigns(line)):
             try:
                 return body, compile(tail, filename, "eval")
             except SyntaxError:
@@ -81,12 +82,6 @@ _STATEMENT_WORDS = frozenset(
 
 
 _EMPTY = compile("", "<cell>", "exec")
-
-
-# The warm kernel's test for lines that are plainly assignments (kernel.py): a failed eval attempt
-# costs a SyntaxError, most of a small cell's compile time. The one-shot runner goes without: it
-# compiles this file on every call, and the test would cost it more than it saves.
-_assigns = None
 
 
 def _split_tail_ast(src, filename, quiet=False):

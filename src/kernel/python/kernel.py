@@ -127,6 +127,9 @@ def _after_fork_child():
 os.register_at_fork(after_in_child=_after_fork_child)
 
 
+# Given to _split_tail (core.py) as its test for lines that are plainly assignments: a failed eval
+# attempt costs a SyntaxError, most of a small cell's compile time. The one-shot runner goes
+# without: it compiles its code on every call, and the test would cost it more than it saves.
 def _assigns(line):
     """True for `name = …`, `a.b += …`, `a[i] = …`: an assignment, never an expression. False
     when unsure (`a, b = …`, `x: int = …`, `==`, `<=`): the eval attempt then decides."""
@@ -208,7 +211,7 @@ def _serve():
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGINT)
         try:
             try:
-                code, tail = _split_tail(src, name)
+                code, tail = _split_tail(src, name, _assigns)
                 exec(code, main.__dict__)
                 if tail is not None:
                     value = eval(tail, main.__dict__)
