@@ -261,36 +261,34 @@ impl Session {
         language: &str,
         opts: CallOptions,
     ) -> Result<Outcome> {
-        let (runner, flag, ext) = match language {
-            "python" | "javascript" => ("", "", ""),
-            "bash" => ("sh", "-c", "sh"),
-            other => {
-                return Err(Error::sandbox(format!(
-                    "unsupported language {other:?} (expected 'python', 'bash', 'node', \
-                     'javascript' or 'typescript')"
-                )))
-            }
-        };
+        // Python and JavaScript go through their rich-result runner; bash is the one other.
+        let rich = Language::parse(language).ok();
+        if rich.is_none() && language != "bash" {
+            return Err(Error::sandbox(format!(
+                "unsupported language {language:?} (expected 'python', 'bash', 'node', \
+                 'javascript' or 'typescript')"
+            )));
+        }
         if code.contains('\0') {
             return Err(Error::sandbox(
                 "command/code must be strings with no NUL byte",
             ));
         }
-        if let Ok(lang) = Language::parse(language) {
+        if let Some(lang) = rich {
             return self.run_with_runner(code, lang, opts).await;
         }
         if code.len() <= INLINE_CODE_MAX {
             return self
-                .exec(vec![runner.into(), flag.into(), code], opts, false)
+                .exec(vec!["sh".into(), "-c".into(), code], opts, false)
                 .await;
         }
         let opened = self.opened()?;
-        let cell = format!(".cell-{}.{ext}", random_hex(4));
+        let cell = format!(".cell-{}.sh", random_hex(4));
         let (o, c) = (opened.clone(), cell.clone());
         blocking(move || o.ws.write_file(&c, code.as_bytes())).await?;
         let result = self
             .exec(
-                vec![runner.into(), format!("{}/{cell}", self.cfg.box_workspace)],
+                vec!["sh".into(), format!("{}/{cell}", self.cfg.box_workspace)],
                 opts,
                 false,
             )
