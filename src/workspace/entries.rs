@@ -10,7 +10,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
-use super::{describe, normalize_rel, open_beneath, Workspace, MAX_DEPTH};
+use super::{child_rel, describe, dir_entries, normalize_rel, open_beneath, Workspace, MAX_DEPTH};
 use crate::errors::{Error, Result};
 
 /// What kind of entry a path names (a symlink is not followed).
@@ -86,10 +86,7 @@ impl Workspace {
     pub fn stat(&self, rel: &str) -> Result<Option<Stat>> {
         let mut parts = normalize_rel(rel)?;
         let Some(leaf) = parts.pop() else {
-            let root = self
-                .open_dir(&[], false)
-                .map_err(|e| describe("cannot stat", rel, e))?;
-            return stat_of(root.as_fd(), ".", String::new())
+            return stat_of(self.root(), ".", String::new())
                 .map(Some)
                 .map_err(|e| describe("cannot stat", rel, e));
         };
@@ -100,7 +97,7 @@ impl Workspace {
             }
             Err(e) => return Err(describe("cannot stat", rel, e)),
         };
-        let path = join(&parts, &leaf);
+        let path = child_rel(&parts.join("/"), &leaf);
         match stat_of(dir.as_fd(), &leaf, path) {
             Ok(s) => Ok(Some(s)),
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(None),
@@ -180,35 +177,9 @@ impl Workspace {
     }
 }
 
-fn join(parent: &[String], leaf: &str) -> String {
-    if parent.is_empty() {
-        leaf.to_string()
-    } else {
-        format!("{}/{leaf}", parent.join("/"))
-    }
-}
-
-/// The names in `dir`, sorted, without `.` and `..`.
-fn names(dir: &OwnedFd) -> io::Result<Vec<String>> {
-    let mut v = Vec::new();
-    for ent in rustix::fs::Dir::read_from(dir)? {
-        let ent = ent?;
-        let n = ent.file_name().to_bytes();
-        if n != b"." && n != b".." {
-            v.push(String::from_utf8_lossy(n).into_owned());
-        }
-    }
-    v.sort_unstable();
-    Ok(v)
-}
-
 fn list_into(dir: OwnedFd, prefix: &str, depth: u32, out: &mut Vec<Stat>) -> io::Result<()> {
-    for name in names(&dir)? {
-        let rel = if prefix.is_empty() {
-            name.clone()
-        } else {
-            format!("{prefix}/{name}")
-        };
+    for (name, _) in dir_entries(&dir)? {
+        let rel = child_rel(prefix, &name);
         let Ok(s) = stat_of(dir.as_fd(), &name, rel.clone()) else {
             continue; // vanished meanwhile
         };
@@ -236,7 +207,7 @@ fn remove_in(dir: BorrowedFd<'_>, name: &str, depth: usize) -> io::Result<()> {
     }
     let flags = OFlags::RDONLY | OFlags::DIRECTORY;
     let sub = open_beneath(dir, name, flags, Mode::empty())?;
-    for child in names(&sub)? {
+    for (child, _) in dir_entries(&sub)? {
         match remove_in(sub.as_fd(), &child, depth + 1) {
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
             r => r?,

@@ -344,11 +344,7 @@ impl Workspace {
                 stack.pop();
                 continue;
             };
-            let rel = if frame.prefix.is_empty() {
-                name.clone()
-            } else {
-                format!("{}/{name}", frame.prefix)
-            };
+            let rel = child_rel(&frame.prefix, &name);
             if !matches!(
                 ty,
                 FileType::Directory | FileType::RegularFile | FileType::Unknown
@@ -421,18 +417,32 @@ struct Frame {
 
 impl Frame {
     fn read(fd: OwnedFd, prefix: String) -> Result<Frame> {
-        let dir = rustix::fs::Dir::read_from(&fd)
-            .map_err(|e| describe("cannot list", &prefix, e.into()))?;
-        let mut names = Vec::new();
-        for ent in dir {
-            let ent = ent.map_err(|e| describe("cannot list", &prefix, e.into()))?;
-            let name = ent.file_name().to_bytes();
-            if name != b"." && name != b".." {
-                names.push((String::from_utf8_lossy(name).into_owned(), ent.file_type()));
-            }
-        }
-        names.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+        let mut names = dir_entries(&fd).map_err(|e| describe("cannot list", &prefix, e))?;
+        names.reverse(); // popped from the end: name order
         Ok(Frame { fd, prefix, names })
+    }
+}
+
+/// The entries of `dir` but `.` and `..`, in name order, with their types.
+pub(crate) fn dir_entries(dir: &OwnedFd) -> io::Result<Vec<(String, FileType)>> {
+    let mut names = Vec::new();
+    for ent in rustix::fs::Dir::read_from(dir)? {
+        let ent = ent?;
+        let name = ent.file_name().to_bytes();
+        if name != b"." && name != b".." {
+            names.push((String::from_utf8_lossy(name).into_owned(), ent.file_type()));
+        }
+    }
+    names.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    Ok(names)
+}
+
+/// The workspace-relative path of `name` in the directory `prefix` ("" is the root).
+pub(crate) fn child_rel(prefix: &str, name: &str) -> String {
+    if prefix.is_empty() {
+        name.to_string()
+    } else {
+        format!("{prefix}/{name}")
     }
 }
 
