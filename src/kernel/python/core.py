@@ -122,10 +122,15 @@ def _private_dirs():
             return
 
 
+# More patches of PIL.Image once it is loaded, each called with the module (ipython.py adds one:
+# Image.save shows what it saves): one import hook serves them all.
+_PIL_PATCHES = []
+
+
 class _ImageShow:
     """An import hook for PIL.Image: once the module is loaded, Image.show() displays the image
     as a result (image/png) instead of looking for a viewer the box does not have, as hosted
-    notebooks do. Any other import pays one method call."""
+    notebooks do, and _PIL_PATCHES are applied. Any other import pays one method call."""
 
     def __init__(self, display):
         self.display = display
@@ -155,6 +160,8 @@ class _ImageShow:
                     module.Image.show = lambda image, *args, **kwargs: display(image)
                 except Exception:
                     pass
+                for patch in _PIL_PATCHES:
+                    patch(module)
 
         try:
             loader.exec_module = exec_module

@@ -24,7 +24,7 @@ def _ipython(mode):
     _ipy_offline = mode == "ipython:offline"
     for name in ("_ipy_system", "_ipy_getoutput", "_ipy_magic", "_ipy_cell_magic", "_ipy_bash"):
         setattr(builtins, name, globals()[name])
-    sys.meta_path.insert(0, _IpyPilFinder())
+    _PIL_PATCHES.append(_ipy_patch_pil)  # core.py's PIL import hook applies it
     _ipy_wrap_bundle()
     return _ipy_cell
 
@@ -406,29 +406,9 @@ def _ipy_deps_dir():
 _ipy_home = __import__("os").getcwd()  # the workspace: `%cd` with no argument goes back here
 
 
-class _IpyPilFinder:
-    """Shows every image PIL saves to a path: patches Image.save when PIL.Image is first
-    imported, so a kernel that never uses PIL never pays for importing it."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name != "PIL.Image":
-            return None
-        from importlib.machinery import PathFinder
-
-        spec = PathFinder.find_spec(name, path)
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        run = spec.loader.exec_module
-
-        def exec_module(module):
-            run(module)
-            _ipy_patch_pil(module)
-
-        spec.loader.exec_module = exec_module
-        return spec
-
-
 def _ipy_patch_pil(module):
+    """Shows every image PIL saves to a path: Image.save patched once PIL.Image is first
+    imported, so a kernel that never uses PIL never pays for importing it."""
     import os
 
     plain = module.Image.save
