@@ -243,16 +243,14 @@ class Sandbox {
   async #startKernel(language) {
     this.#alive()
     const cancel = (id) => this.#native.cancel(id)
-    if (language === 'python' || language === 'bash') {
-      const native = await callNative(() => this.#native.kernel(KERNEL_BACKSTOP_S, 'python', undefined, true))
-      return coreKernel(native, cancel, kernelLanguage('python'))
-    }
-    const lang = kernelLanguage(language)
+    // bash contexts run in the Python kernel (its shell escapes); a Python kernel takes IPython-style cells.
+    const lang = kernelLanguage(language === 'bash' ? 'python' : language)
+    const python = lang.native === 'python'
     try {
-      const native = await callNative(() => this.#native.kernel(KERNEL_BACKSTOP_S, lang.native, undefined, false))
+      const native = await callNative(() => this.#native.kernel(KERNEL_BACKSTOP_S, lang.native, undefined, python))
       return coreKernel(native, cancel, lang)
     } catch (e) {
-      if (!/no node/.test(e.message)) throw e
+      if (python || !/no node/.test(e.message)) throw e
       throw new SandboxError(
         `${language} contexts run on node, and this sandbox's image (${this.#image}) has no node on PATH: ` +
           "use an image with both Python and Node, as E2B's code-interpreter template has",
