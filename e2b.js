@@ -7,7 +7,11 @@ const { Sandbox } = require('./lib/e2b/sandbox.js')
 const { ChartType, ScaleType } = require('./lib/charts.js')
 const { OutputMessage, ExecutionError, Result, Execution } = require('./lib/e2b/execution.js')
 const {
-  SandboxError, TimeoutError, InvalidArgumentError, NotFoundError, CommandExitError,
+  SandboxError,
+  TimeoutError,
+  InvalidArgumentError,
+  NotFoundError,
+  CommandExitError,
 } = require('./lib/e2b/errors.js')
 
 module.exports = {

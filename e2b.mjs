@@ -2,7 +2,17 @@
 import e2b from './e2b.js'
 
 export const {
-  Sandbox, Execution, Result, ExecutionError, OutputMessage, SandboxError, TimeoutError, InvalidArgumentError,
-  NotFoundError, CommandExitError, ChartType, ScaleType,
+  Sandbox,
+  Execution,
+  Result,
+  ExecutionError,
+  OutputMessage,
+  SandboxError,
+  TimeoutError,
+  InvalidArgumentError,
+  NotFoundError,
+  CommandExitError,
+  ChartType,
+  ScaleType,
 } = e2b
 export default e2b

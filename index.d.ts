@@ -17,20 +17,20 @@
  * - `killed`: the box was SIGKILLed and kern cannot say it was its memory cap (the message says why).
  * - `oom`: the box was SIGKILLed while kern reported its memory cap as enforced: out of memory.
  * - `startup_failed`: kern could not start the box (bad image, pull error, `requireLimits` refusal, ...). */
-export type SandboxFaultType = "timeout" | "escape_blocked" | "killed" | "oom" | "startup_failed";
+export type SandboxFaultType = 'timeout' | 'escape_blocked' | 'killed' | 'oom' | 'startup_failed'
 
 /** A sandbox event on a result: the type, and a human-readable message saying what happened. */
 export interface SandboxFault {
-  type: SandboxFaultType;
-  message: string;
+  type: SandboxFaultType
+  message: string
 }
 
 /** A file in the workspace and how a step touched it. */
 export interface FileInfo {
   /** workspace-relative path */
-  path: string;
-  size: number;
-  change: "created" | "modified";
+  path: string
+  size: number
+  change: 'created' | 'modified'
 }
 
 /** A rich, MIME-typed value a Python cell produced: its trailing bare expression, each object
@@ -38,199 +38,199 @@ export interface FileInfo {
  * forms: `data` maps a MIME type to its payload (text and JSON as strings, images base64). */
 export class Result {
   /** MIME type -> payload: text/* and application/json as strings, image/png and image/jpeg base64. */
-  data: Record<string, string>;
+  data: Record<string, string>
   /** True only for the value of the cell's trailing expression (not display() or figures). */
-  isMainResult: boolean;
+  isMainResult: boolean
   /** The cell's number in its kernel (1, 2, 3, ...); null for a one-shot runCode. */
-  executionCount: number | null;
+  executionCount: number | null
   /** text/plain (repr()) */
-  readonly text?: string;
+  readonly text?: string
   /** text/html */
-  readonly html?: string;
+  readonly html?: string
   /** text/markdown */
-  readonly markdown?: string;
+  readonly markdown?: string
   /** image/svg+xml */
-  readonly svg?: string;
+  readonly svg?: string
   /** application/json, as JSON text */
-  readonly json?: string;
+  readonly json?: string
   /** text/latex */
-  readonly latex?: string;
+  readonly latex?: string
   /** application/javascript */
-  readonly javascript?: string;
+  readonly javascript?: string
   /** image/png decoded to a Buffer, or null */
-  readonly png: Buffer | null;
+  readonly png: Buffer | null
   /** image/jpeg decoded to a Buffer, or null */
-  readonly jpeg: Buffer | null;
+  readonly jpeg: Buffer | null
   /** A matplotlib figure read as data (E2B's chart shape): present on the Result of each figure
    * (the end-of-cell capture, `display(fig)`, a figure as the trailing expression), undefined on
    * other Results and when the figure could not be read. Holds no image: the PNG is `png`. */
-  chart?: ChartTypes;
+  chart?: ChartTypes
   /** The MIME types this value was captured as. */
-  formats(): string[];
+  formats(): string[]
   /** `{ data, isMainResult, executionCount }` (and `chart` when there is one), for logging and
    * JSON.stringify. */
-  toJSON(): { data: Record<string, string>; isMainResult: boolean; executionCount: number | null; chart?: ChartTypes };
+  toJSON(): { data: Record<string, string>; isMainResult: boolean; executionCount: number | null; chart?: ChartTypes }
 }
 
 /** What a chart is (`Result.chart.type`). `unknown`: an axes that is none of the others (an
  * image, several kinds of artist mixed), still with its title. */
 export enum ChartType {
-  LINE = "line",
-  SCATTER = "scatter",
-  BAR = "bar",
-  PIE = "pie",
-  BOX_AND_WHISKER = "box_and_whisker",
-  SUPERCHART = "superchart",
-  UNKNOWN = "unknown",
+  LINE = 'line',
+  SCATTER = 'scatter',
+  BAR = 'bar',
+  PIE = 'pie',
+  BOX_AND_WHISKER = 'box_and_whisker',
+  SUPERCHART = 'superchart',
+  UNKNOWN = 'unknown',
 }
 
 /** How an axis maps values to positions: matplotlib's scale, or `datetime`/`categorical` for a
  * linear axis of dates or of category names. */
 export enum ScaleType {
-  LINEAR = "linear",
-  DATETIME = "datetime",
-  CATEGORICAL = "categorical",
-  LOG = "log",
-  SYMLOG = "symlog",
-  LOGIT = "logit",
-  FUNCTION = "function",
-  FUNCTIONLOG = "functionlog",
-  ASINH = "asinh",
+  LINEAR = 'linear',
+  DATETIME = 'datetime',
+  CATEGORICAL = 'categorical',
+  LOG = 'log',
+  SYMLOG = 'symlog',
+  LOGIT = 'logit',
+  FUNCTION = 'function',
+  FUNCTIONLOG = 'functionlog',
+  ASINH = 'asinh',
 }
 
 /** What every chart has. `title`: the axes' title; a superchart's is the figure's suptitle. */
 export interface Chart {
-  type: ChartType;
-  title: string;
-  elements: unknown[];
+  type: ChartType
+  title: string
+  elements: unknown[]
 }
 
 /** A chart on x and y axes. A unit is a label's trailing parenthesis: "Time (s)" gives "s". */
 export interface Chart2D extends Chart {
-  x_label: string | null;
-  y_label: string | null;
-  x_unit: string | null;
-  y_unit: string | null;
+  x_label: string | null
+  y_label: string | null
+  x_unit: string | null
+  y_unit: string | null
 }
 
 /** One line or scatter series. A value on a datetime axis is an ISO string, on a categorical one
  * the category's name. Non-finite points are left out; past 10,000 points the series is
  * down-sampled evenly and `truncated` is true. */
 export interface PointData {
-  label: string;
-  points: [number | string, number | string][];
-  truncated?: true;
+  label: string
+  points: [number | string, number | string][]
+  truncated?: true
 }
 
 /** Line and scatter charts: their series, and both axes' major ticks in view, tick labels (as
  * shown) and scale. */
 export interface PointChart extends Chart2D {
-  x_ticks: (number | string)[];
-  x_tick_labels: string[];
-  x_scale: ScaleType;
-  y_ticks: (number | string)[];
-  y_tick_labels: string[];
-  y_scale: ScaleType;
-  elements: PointData[];
+  x_ticks: (number | string)[]
+  x_tick_labels: string[]
+  x_scale: ScaleType
+  y_ticks: (number | string)[]
+  y_tick_labels: string[]
+  y_scale: ScaleType
+  elements: PointData[]
 }
 
 export interface LineChart extends PointChart {
-  type: ChartType.LINE;
+  type: ChartType.LINE
 }
 
 export interface ScatterChart extends PointChart {
-  type: ChartType.SCATTER;
+  type: ChartType.SCATTER
 }
 
 /** One bar: `label` its category (tick label), `group` the label of its bar container (a series
  * of grouped or stacked bars; "Group <n>" when it has none). */
 export interface BarData {
-  label: string;
-  value: number;
-  group: string;
+  label: string
+  value: number
+  group: string
 }
 
 /** Vertical or horizontal bars, grouped or stacked, and histograms. */
 export interface BarChart extends Chart2D {
-  type: ChartType.BAR;
-  elements: BarData[];
+  type: ChartType.BAR
+  elements: BarData[]
 }
 
 /** One wedge: its angle in degrees and its radius. */
 export interface PieData {
-  label: string;
-  angle: number;
-  radius: number;
+  label: string
+  angle: number
+  radius: number
 }
 
 export interface PieChart extends Chart {
-  type: ChartType.PIE;
-  elements: PieData[];
+  type: ChartType.PIE
+  elements: PieData[]
 }
 
 /** One box: `min` and `max` are the whiskers' ends; `outliers` the points beyond them. */
 export interface BoxAndWhiskerData {
-  label: string;
-  min: number;
-  first_quartile: number;
-  median: number;
-  third_quartile: number;
-  max: number;
-  outliers: number[];
+  label: string
+  min: number
+  first_quartile: number
+  median: number
+  third_quartile: number
+  max: number
+  outliers: number[]
 }
 
 export interface BoxAndWhiskerChart extends Chart2D {
-  type: ChartType.BOX_AND_WHISKER;
-  elements: BoxAndWhiskerData[];
+  type: ChartType.BOX_AND_WHISKER
+  elements: BoxAndWhiskerData[]
 }
 
 /** A figure with several axes: the chart of each, in the figure's order. */
 export interface SuperChart extends Chart {
-  type: ChartType.SUPERCHART;
-  elements: Exclude<ChartTypes, SuperChart>[];
+  type: ChartType.SUPERCHART
+  elements: Exclude<ChartTypes, SuperChart>[]
 }
 
 /** An axes that is none of the kinds above; only its title is read. */
 export interface UnknownChart extends Chart {
-  type: ChartType.UNKNOWN;
-  elements: [];
+  type: ChartType.UNKNOWN
+  elements: []
 }
 
 /** `Result.chart`: narrow it on `type`. */
-export type ChartTypes = LineChart | ScatterChart | BarChart | PieChart | BoxAndWhiskerChart | SuperChart | UnknownChart;
+export type ChartTypes = LineChart | ScatterChart | BarChart | PieChart | BoxAndWhiskerChart | SuperChart | UnknownChart
 
 /** An uncaught Python exception (the shape E2B uses). stderr still shows the same traceback. */
 export interface ExecutionError {
   /** The exception's class name, e.g. "ValueError". */
-  name: string;
+  name: string
   /** str() of the exception. */
-  value: string;
+  value: string
   /** The formatted traceback, from the user's code on. */
-  traceback: string;
+  traceback: string
 }
 
 /** The outcome of one runCode()/run(). `fault` is the source of truth for "did the sandbox act";
  * `exitCode`/`stdout` are what the user's code did. `success` requires both clean. */
 export class ExecutionResult {
-  stdout: string;
-  stderr: string;
-  exitCode: number;
-  durationMs: number;
+  stdout: string
+  stderr: string
+  exitCode: number
+  durationMs: number
   /** null iff the sandbox did nothing: any non-zero exit is then the user's code, not a sandbox fault. */
-  fault: SandboxFault | null;
+  fault: SandboxFault | null
   /** Files created/modified in the workspace by this call (`[]` with `trackFiles: false`). */
-  files: FileInfo[];
+  files: FileInfo[]
   /** stdout/stderr hit the capture cap and overflow was discarded. */
-  truncated: boolean;
+  truncated: boolean
   /** Rich values of Python code, in the order produced: display() calls, the trailing expression,
    * then open matplotlib figures. Always an array; `[]` for bash, node and run(). */
-  results: Result[];
+  results: Result[]
   /** The uncaught Python exception of this call, or null. */
-  error: ExecutionError | null;
+  error: ExecutionError | null
   /** A kernel cell's number (1, 2, 3, ...); absent on one-shot calls. */
-  executionCount?: number;
+  executionCount?: number
   /** True iff the code exited 0 AND no sandbox fault fired. */
-  readonly success: boolean;
+  readonly success: boolean
 }
 
 /** A PROGRAMMER/config error, THROWN: bad argument, illegal mount, or `kern` not installed.
@@ -240,150 +240,150 @@ export class SandboxError extends Error {
   /** A stable machine-readable code when the error came from the native core, e.g. `"ERR_SANDBOX"`,
    * `"ERR_MOUNT_REFUSED"` or `"ERR_NOT_FOUND"` (a workspace path that does not exist): match on it
    * rather than on the message. */
-  code?: string;
+  code?: string
 }
 /** A requested host mount was refused as unsafe (sensitive source, or a relative/escaping path). */
 export class MountRefused extends SandboxError {}
 
 /** A mount's box target, or `[target, mode]` to choose read-only or read-write. */
-export type MountSpec = string | [target: string, mode: "ro" | "rw"];
+export type MountSpec = string | [target: string, mode: 'ro' | 'rw']
 
 /** A live-output callback: called with each chunk as it arrives. Best-effort, not lossless (a slow
  * callback drops chunks rather than stall the box); what it throws or rejects with is ignored. */
-export type ChunkCallback = (chunk: Buffer) => void;
+export type ChunkCallback = (chunk: Buffer) => void
 
 export interface SandboxOptions {
   /** OCI image the box runs from. Default "python:3.12-slim". */
-  image?: string;
+  image?: string
   /** Shell command run ONCE at open() in a NETWORK-ENABLED setup box (e.g. "pip install pandas"). */
-  setup?: string;
+  setup?: string
   /** Host dir to persist as the workspace. Omit -> a temp dir, created on open() and deleted on close(). */
-  workspace?: string;
+  workspace?: string
   /** RAM cap in MiB (kern --memory). Default 512. null = uncapped. */
-  memoryMb?: number | null;
+  memoryMb?: number | null
   /** CPU cap in cores (kern --cpus). null (default) = uncapped. */
-  cpus?: number | null;
+  cpus?: number | null
   /** Task/fork-bomb ceiling (kern --pids-limit). Default 256. */
-  pids?: number | null;
+  pids?: number | null
   /** MANDATORY per-call wall-clock limit in seconds. The binding owns this deadline. Default 30.
    * A call can override it with its own `timeoutS`. */
-  timeoutS?: number;
+  timeoutS?: number
   /** RELAXES ISOLATION. true shares the host network for every runCode. Default false. */
-  network?: boolean;
+  network?: boolean
   /**
    * Restrict runCode/run to a DOMAIN ALLOWLIST instead of all-or-nothing, e.g. ["pkgs.example.org",
    * "files.example.net"]. The box runs in an isolated network namespace and reaches the internet
    * only through kern's filtering proxy, which permits just these domains. Mutually exclusive with
    * network:true; the setup box keeps full network to install deps, the allowlist governs the run phase.
    */
-  egressAllow?: string[];
+  egressAllow?: string[]
   /** Extra host->box binds: { hostSrc: boxTarget } or { src: [target, "ro"] }. Sensitive sources refused. */
-  mounts?: Record<string, MountSpec>;
+  mounts?: Record<string, MountSpec>
   /**
    * kern resource profiles to attach, e.g. ["vcpu:heavy", "vgpio:leds", "vdisk:scratch"]. Each names a
    * [[vcpu]]/[[vgpio]]/[[vdisk]] block in your ~/.config/kern/kern.toml: a CPU+memory slice, a specific
    * GPIO/I2C/SPI device set (the only way to grant the box hardware), or a size-capped scratch disk.
    * Tokens are strictly validated (prefix + alphanumeric name) so an entry can never smuggle a flag.
    */
-  profiles?: string[];
+  profiles?: string[]
   /** Extra environment variables for the workload (passed via a private 0600 file, not argv). */
-  env?: Record<string, string>;
+  env?: Record<string, string>
   /** Cap on captured stdout/stderr EACH, in bytes. Default 64 MiB. */
-  maxOutputBytes?: number;
+  maxOutputBytes?: number
   /** true hard-enforces caps via a systemd scope (~6 ms start); false = best-effort (~3 ms).
    * Default true. */
-  enforceLimits?: boolean;
+  enforceLimits?: boolean
   /** Mount setup= deps read-only for runCode (blocks cross-run dependency poisoning). Default false. */
-  depsReadonly?: boolean;
+  depsReadonly?: boolean
   /** Called with each stdout Buffer chunk as it arrives (live streaming), for every call of the
    * session unless the call passes its own. The full capped output is still captured in the
    * result, so you can stream AND read result.stdout. */
-  onStdout?: ChunkCallback | null;
+  onStdout?: ChunkCallback | null
   /** Called with each stderr Buffer chunk as it arrives. */
-  onStderr?: ChunkCallback | null;
+  onStderr?: ChunkCallback | null
   /** Report the files each call created/modified in `result.files`; false skips the tracking (an
    * inotify-kept index of the workspace) and `files` is then `[]`. Default true. */
-  trackFiles?: boolean;
+  trackFiles?: boolean
   /** Linux capabilities the box drops (kern --cap-drop, one per entry): names of capabilities(7),
    * with or without `CAP_`, in any case, or "ALL". `[]` opts out and keeps kern's own default set;
    * an unknown name is a SandboxError. Default ["ALL"]. */
-  capDrop?: string[];
+  capDrop?: string[]
   /** kern's hardened profile for code you do not trust (kern --security-profile). The only
    * profile is "untrusted". null or absent (default): kern's normal posture. */
-  securityProfile?: "untrusted" | null;
+  securityProfile?: 'untrusted' | null
   /** Fail closed: kern refuses to start a box whose memory/pids/cpu caps it cannot enforce
    * (kern --require-limits). The result is then a `startup_failed` fault saying so. Default false. */
-  requireLimits?: boolean;
+  requireLimits?: boolean
   /** A pre-loaded AppArmor profile to confine the box with (kern --apparmor), e.g. "kern-box"; kern
    * fails the box closed if the host has not loaded it. null or absent (default): none. */
-  apparmor?: string | null;
+  apparmor?: string | null
   /** Where the workspace is bound in every box, which is also the box's working directory and the
    * base of `.deps` on `PYTHONPATH`: an absolute path of plain names, not `/`, `/proc`, `/sys` or
    * `/dev`. Default "/workspace". */
-  boxWorkspace?: string;
+  boxWorkspace?: string
 }
 
 /** The language runCode() runs `code` as. Match the image to it (python -> a python image, ...).
  * "node", "javascript"/"js" and "typescript"/"ts" run as one JavaScript cell (types stripped on
  * the host) and hand back `results` and `error` as a kernel cell does. */
-export type Language = "python" | "bash" | "node" | "javascript" | "js" | "typescript" | "ts";
+export type Language = 'python' | 'bash' | 'node' | 'javascript' | 'js' | 'typescript' | 'ts'
 
 /** The language of a warm kernel. "js" and "node" are aliases of "javascript", "ts" of
  * "typescript". */
-export type KernelLanguage = "python" | "javascript" | "js" | "node" | "typescript" | "ts";
+export type KernelLanguage = 'python' | 'javascript' | 'js' | 'node' | 'typescript' | 'ts'
 
 /** Options for one run()/runCode() call. Each overrides the session's value for that call only.
  * (The name is the later upstream SDK's, so code typed against it keeps compiling.) */
 export interface PerCallOptions {
   /** Deadline for this call, in seconds. Default: the session's `timeoutS`. */
-  timeoutS?: number;
+  timeoutS?: number
   /** Live stdout for this call; `null` turns the session's `onStdout` off for it. */
-  onStdout?: ChunkCallback | null;
+  onStdout?: ChunkCallback | null
   /** Live stderr for this call; `null` turns the session's `onStderr` off for it. */
-  onStderr?: ChunkCallback | null;
+  onStderr?: ChunkCallback | null
   /** Cancels the call. Already aborted: rejects at once, no box started. Aborted while running: the
    * box is torn down as on a timeout (nothing left running), then the call rejects with
    * `signal.reason` (an `AbortError` DOMException by default), as `fetch` does. */
-  signal?: AbortSignal;
+  signal?: AbortSignal
 }
 
 /** Called with each rich result as it is produced (Python and JavaScript/TypeScript). */
-export type ResultCallback = (result: Result) => void;
+export type ResultCallback = (result: Result) => void
 
 /** Options for runCode(): a call's options plus the language. */
 export interface RunCodeOptions extends PerCallOptions {
   /** Default "python". */
-  language?: Language;
+  language?: Language
   /** Called once per rich result, in order, before runCode resolves. */
-  onResult?: ResultCallback | null;
+  onResult?: ResultCallback | null
 }
 
 /** Options for Sandbox.kernel(). */
 export interface KernelOptions {
   /** The kernel's language. Default "python". A JavaScript or TypeScript kernel runs the image's
    * own `node` (18 or later); an image without one rejects kernel() with a SandboxError. */
-  language?: KernelLanguage;
+  language?: KernelLanguage
   /** The image for this kernel only (validated like the session's `image`); it shares the
    * session's workspace, caps, network, env and mounts. Default: the session's image. */
-  image?: string;
+  image?: string
   /** Default deadline for each cell, in seconds. Default: the session's `timeoutS`. */
-  timeoutS?: number;
+  timeoutS?: number
 }
 
 /** Options for one kernel cell. */
 export interface CellOptions {
   /** Deadline for this cell; past it the kernel is torn down (fault `timeout`). */
-  timeoutS?: number;
+  timeoutS?: number
   /** Live stdout of this cell, while it runs. Default: the session's `onStdout`; `null` turns it off. */
-  onStdout?: ChunkCallback | null;
+  onStdout?: ChunkCallback | null
   /** Live stderr of this cell, while it runs. Default: the session's `onStderr`; `null` turns it off. */
-  onStderr?: ChunkCallback | null;
+  onStderr?: ChunkCallback | null
   /** Called with each rich result as the cell produces it. */
-  onResult?: ResultCallback | null;
+  onResult?: ResultCallback | null
   /** Interrupts the cell (Python: KeyboardInterrupt is raised in it; JavaScript: a synchronous
    * loop is stopped, a pending await abandoned) and the call rejects with `signal.reason`. A cell that stops within about 2 s leaves the kernel serving with its state
    * (`kernel.alive` stays true); one that ignores the interrupt gets the kernel torn down. */
-  signal?: AbortSignal;
+  signal?: AbortSignal
 }
 
 /** Options for readFile(). */
@@ -391,35 +391,35 @@ export interface ReadFileOptions {
   /** Refuse (throw SandboxError) a file larger than this many bytes, without reading it: guards host
    * memory against a file the box made huge. A refusal, never a partial read. Default 4 GiB (the
    * most one Buffer holds). */
-  maxBytes?: number;
+  maxBytes?: number
 }
 
 /** Options for snapshot(). */
 export interface SnapshotOptions {
   /** Ceiling on the total size of the files archived, in bytes. Default 4 GiB: a sparse file the box
    * planted makes the snapshot fail fast instead of blocking Node while it archives zeros. */
-  maxBytes?: number;
+  maxBytes?: number
 }
 
 /** Options for restore(). */
 export interface RestoreOptions {
   /** Refuse a checkpoint whose extracted contents exceed this many bytes (guards against a
    * decompression bomb). Default 4 GiB. */
-  maxBytes?: number;
+  maxBytes?: number
 }
 
 /** Options for snapshotAsync(). */
 export interface SnapshotAsyncOptions extends SnapshotOptions {
   /** Aborts the snapshot: the promise rejects with `signal.reason` (an `AbortError` DOMException by
    * default) and no archive, partial or whole, is left at `dest`. */
-  signal?: AbortSignal;
+  signal?: AbortSignal
 }
 
 /** Options for restoreAsync(). */
 export interface RestoreAsyncOptions extends RestoreOptions {
   /** Aborts the restore: the promise rejects with `signal.reason`; members already extracted stay,
    * as they do when restore() refuses a later member. */
-  signal?: AbortSignal;
+  signal?: AbortSignal
 }
 
 /** A configured kernel sandbox. FILE state persists across runCode/run in a workspace on disk; each
@@ -428,41 +428,41 @@ export interface RestoreAsyncOptions extends RestoreOptions {
  * Closes itself at the end of an `await using` block (TypeScript 5.2+, Node with
  * `Symbol.asyncDispose`): `await using sbx = await new Sandbox(opts).open()`. */
 export class Sandbox {
-  constructor(opts?: SandboxOptions);
+  constructor(opts?: SandboxOptions)
   /** The host path of the open workspace: null before open(). */
-  readonly workspacePath: string | null;
+  readonly workspacePath: string | null
   /** Create/validate the workspace and run `setup`. Call before runCode/run/writeFile. */
-  open(): Promise<this>;
+  open(): Promise<this>
   /** Stop calls still running and delete the workspace iff we created it. Idempotent. */
-  close(): Promise<void>;
+  close(): Promise<void>
   /** Run a snippet on the workspace in a fresh, network-off box. File state persists; memory does not. */
-  runCode(code: string, opts?: RunCodeOptions): Promise<ExecutionResult>;
+  runCode(code: string, opts?: RunCodeOptions): Promise<ExecutionResult>
   /** Run an argv ARRAY (never a shell string) in a fresh box. */
-  run(command: string[], opts?: PerCallOptions): Promise<ExecutionResult>;
+  run(command: string[], opts?: PerCallOptions): Promise<ExecutionResult>
   /** Write data to a workspace-relative path (host-direct, O_NOFOLLOW on the final component). */
-  writeFile(path: string, data: Buffer | string): Promise<void>;
+  writeFile(path: string, data: Buffer | string): Promise<void>
   /** Read a workspace-relative path (host-direct, O_NOFOLLOW). */
-  readFile(path: string, opts?: ReadFileOptions): Promise<Buffer>;
+  readFile(path: string, opts?: ReadFileOptions): Promise<Buffer>
   /** Write a gzip tar of the whole workspace to `dest`, a portable filesystem checkpoint (NOT memory).
    * Refuses (SandboxError) once the files total more than `maxBytes` (default 4 GiB). */
-  snapshot(dest: string, opts?: SnapshotOptions): void;
+  snapshot(dest: string, opts?: SnapshotOptions): void
   /** Extract a snapshot (from snapshot()) into the workspace, safely (rejects symlink/.. /absolute members). */
-  restore(src: string, opts?: RestoreOptions): void;
+  restore(src: string, opts?: RestoreOptions): void
   /** snapshot() without blocking the event loop: the same archive, limits and refusals, written
    * on worker threads. Rejects (SandboxError) where snapshot() throws; `signal` or close() stops it. */
-  snapshotAsync(dest: string, opts?: SnapshotAsyncOptions): Promise<void>;
+  snapshotAsync(dest: string, opts?: SnapshotAsyncOptions): Promise<void>
   /** restore() without blocking the event loop: the same checks and refusals, on worker threads.
    * Rejects (SandboxError) where restore() throws; `signal` or close() stops it. */
-  restoreAsync(src: string, opts?: RestoreAsyncOptions): Promise<void>;
+  restoreAsync(src: string, opts?: RestoreAsyncOptions): Promise<void>
   /** List regular files under the workspace (excludes .deps). */
-  listFiles(subdir?: string): Promise<FileInfo[]>;
+  listFiles(subdir?: string): Promise<FileInfo[]>
   /** Start a warm interpreter (Python by default, or node for JavaScript/TypeScript) in one
    * long-lived box on this workspace, with the session's network, caps, env and mounts. Resolves
    * once it is ready. Cells share memory and cost well
    * under a millisecond, but are NOT isolated from each other; a fresh kernel is clean. */
-  kernel(opts?: KernelOptions): Promise<Kernel>;
+  kernel(opts?: KernelOptions): Promise<Kernel>
   /** Same as close(): what `await using` calls at the end of its block. */
-  [Symbol.asyncDispose](): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>
 }
 
 /** A warm, resident interpreter in one long-lived box (see `Sandbox.kernel`). In-memory
@@ -472,29 +472,29 @@ export class Sandbox {
  * down; later cells then reject with SandboxError. `sandbox.close()` closes its kernels. */
 export class Kernel {
   /** False once the kernel was closed or torn down. */
-  readonly alive: boolean;
+  readonly alive: boolean
   /** The kernel's language, its aliases resolved. */
-  readonly language: "python" | "javascript" | "typescript";
+  readonly language: 'python' | 'javascript' | 'typescript'
   /** Run a cell; its trailing expression (awaited, in JavaScript), display() calls and open
    * matplotlib figures become `results`. An uncaught error gives exitCode 1 and a traceback;
    * `sys.exit(n)` / `process.exit(n)` gives exit code n; either way the kernel keeps serving. */
-  runCode(code: string, opts?: CellOptions): Promise<ExecutionResult>;
+  runCode(code: string, opts?: CellOptions): Promise<ExecutionResult>
   /** Tear the box down; a running cell rejects. Resolves once the box is gone. Idempotent. */
-  close(): Promise<void>;
+  close(): Promise<void>
   /** Same as close(). */
-  [Symbol.asyncDispose](): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>
 }
 
 /** Open a Sandbox, run `fn(sandbox)`, and close it even if `fn` throws. The session helper. */
-export function withSandbox<T>(fn: (sandbox: Sandbox) => Promise<T>): Promise<T>;
-export function withSandbox<T>(opts: SandboxOptions, fn: (sandbox: Sandbox) => Promise<T>): Promise<T>;
+export function withSandbox<T>(fn: (sandbox: Sandbox) => Promise<T>): Promise<T>
+export function withSandbox<T>(opts: SandboxOptions, fn: (sandbox: Sandbox) => Promise<T>): Promise<T>
 
 /** One-shot: run `code` in a throwaway session (workspace created and deleted). `signal` cancels
  * it; `onResult` sees each rich result. */
 export function runCode(
   code: string,
   opts?: SandboxOptions & { language?: Language; signal?: AbortSignal; onResult?: ResultCallback | null },
-): Promise<ExecutionResult>;
+): Promise<ExecutionResult>
 
 /** This package's version, e.g. "0.2.0". */
-export const version: string;
+export const version: string

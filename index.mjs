@@ -1,5 +1,17 @@
 // ESM entry: the same objects as the CommonJS entry, so instanceof holds across both.
 import kern from './index.js'
 
-export const { Sandbox, Kernel, Result, withSandbox, runCode, ExecutionResult, SandboxError, MountRefused, ChartType, ScaleType, version } = kern
+export const {
+  Sandbox,
+  Kernel,
+  Result,
+  withSandbox,
+  runCode,
+  ExecutionResult,
+  SandboxError,
+  MountRefused,
+  ChartType,
+  ScaleType,
+  version,
+} = kern
 export default kern

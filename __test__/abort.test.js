@@ -19,12 +19,18 @@ test('an already-aborted signal rejects at once with signal.reason (default Abor
   try {
     const ac = new AbortController()
     ac.abort()
-    await assert.rejects(sbx.runCode('print(1)', { signal: ac.signal }), (e) => e === ac.signal.reason && e instanceof DOMException && e.name === 'AbortError')
+    await assert.rejects(
+      sbx.runCode('print(1)', { signal: ac.signal }),
+      (e) => e === ac.signal.reason && e instanceof DOMException && e.name === 'AbortError',
+    )
     const custom = new AbortController()
     const why = { custom: 'reason' }
     custom.abort(why)
     await assert.rejects(sbx.run(['true'], { signal: custom.signal }), (e) => e === why)
-    await assert.rejects(sbx.runCode('print(1)', { signal: AbortSignal.abort('str-reason') }), (e) => e === 'str-reason')
+    await assert.rejects(
+      sbx.runCode('print(1)', { signal: AbortSignal.abort('str-reason') }),
+      (e) => e === 'str-reason',
+    )
   } finally {
     await sbx.close()
   }
@@ -35,7 +41,10 @@ test('abort mid-call tears the box down and rejects with an AbortError DOMExcept
   const sbx = await new Sandbox({ timeoutS: 60 }).open()
   try {
     const ac = new AbortController()
-    const call = sbx.runCode(`# ${marker}\nimport signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(60)`, { signal: ac.signal })
+    const call = sbx.runCode(
+      `# ${marker}\nimport signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(60)`,
+      { signal: ac.signal },
+    )
     call.catch(() => {})
     const t0 = await abortOnceRunning(marker, ac)
     await assert.rejects(call, (e) => e instanceof DOMException && e.name === 'AbortError')
@@ -64,7 +73,7 @@ test('abort mid-call rejects with a custom reason', async () => {
   }
 })
 
-test('aborting at any moment of a call\'s start rejects and leaves nothing running', async () => {
+test("aborting at any moment of a call's start rejects and leaves nothing running", async () => {
   const sbx = await new Sandbox({ timeoutS: 60 }).open()
   try {
     for (const delay of [0, 1, 3, 8, 15, 30, 60, 120]) {
@@ -75,7 +84,10 @@ test('aborting at any moment of a call\'s start rejects and leaves nothing runni
       if (delay === 0) ac.abort()
       else setTimeout(() => ac.abort(), delay)
       await assert.rejects(call, (e) => e instanceof DOMException && e.name === 'AbortError', `abort after ${delay} ms`)
-      assert.ok(await waitFor(() => procsMatching(marker).length === 0, 1000), `box left running after an abort at ${delay} ms: ${JSON.stringify(procsMatching(marker))}`)
+      assert.ok(
+        await waitFor(() => procsMatching(marker).length === 0, 1000),
+        `box left running after an abort at ${delay} ms: ${JSON.stringify(procsMatching(marker))}`,
+      )
     }
   } finally {
     await sbx.close()

@@ -26,7 +26,15 @@ test('version is 0.2.0 and matches package.json', () => {
 })
 
 test('ExecutionResult is a class with a success getter', () => {
-  const ok = new kern.ExecutionResult({ stdout: 'a', stderr: '', exitCode: 0, durationMs: 1, fault: null, files: [], truncated: false })
+  const ok = new kern.ExecutionResult({
+    stdout: 'a',
+    stderr: '',
+    exitCode: 0,
+    durationMs: 1,
+    fault: null,
+    files: [],
+    truncated: false,
+  })
   assert.ok(ok instanceof kern.ExecutionResult)
   assert.equal(ok.success, true)
   const desc = Object.getOwnPropertyDescriptor(kern.ExecutionResult.prototype, 'success')
@@ -36,7 +44,13 @@ test('ExecutionResult is a class with a success getter', () => {
   assert.equal(failed.fault, null)
   assert.deepEqual(failed.files, [])
   assert.equal(failed.truncated, false)
-  const faulted = new kern.ExecutionResult({ stdout: '', stderr: '', exitCode: 0, durationMs: 1, fault: { type: 'timeout', message: 'x' } })
+  const faulted = new kern.ExecutionResult({
+    stdout: '',
+    stderr: '',
+    exitCode: 0,
+    durationMs: 1,
+    fault: { type: 'timeout', message: 'x' },
+  })
   assert.equal(faulted.success, false)
 })
 
@@ -53,7 +67,10 @@ test('SandboxError and MountRefused are real Error subclasses with names', () =>
 
 test('errors from native code are SandboxError / MountRefused instances with the right name', async () => {
   // constructor (native validation)
-  assert.throws(() => new kern.Sandbox({ profiles: ['--net'] }), (e) => e instanceof kern.SandboxError && e.name === 'SandboxError')
+  assert.throws(
+    () => new kern.Sandbox({ profiles: ['--net'] }),
+    (e) => e instanceof kern.SandboxError && e.name === 'SandboxError',
+  )
   assert.throws(
     () => new kern.Sandbox({ mounts: { '/etc': '/x' } }),
     (e) => e instanceof kern.MountRefused && e instanceof kern.SandboxError && e.name === 'MountRefused',
@@ -62,17 +79,29 @@ test('errors from native code are SandboxError / MountRefused instances with the
   const sbx = await new kern.Sandbox().open()
   try {
     await assert.rejects(sbx.readFile('../escape'), (e) => e instanceof kern.SandboxError && e.name === 'SandboxError')
-    await assert.rejects(sbx.readFile('no-such-file'), (e) => e instanceof kern.SandboxError && e.name === 'SandboxError')
+    await assert.rejects(
+      sbx.readFile('no-such-file'),
+      (e) => e instanceof kern.SandboxError && e.name === 'SandboxError',
+    )
     // sync method (native)
-    assert.throws(() => sbx.restore(path.join(tmpDir(), 'missing.tar.gz')), (e) => e instanceof kern.SandboxError)
+    assert.throws(
+      () => sbx.restore(path.join(tmpDir(), 'missing.tar.gz')),
+      (e) => e instanceof kern.SandboxError,
+    )
   } finally {
     await sbx.close()
   }
 })
 
 test('native errors carry a stable code', async () => {
-  assert.throws(() => new kern.Sandbox({ mounts: { '/etc': '/x' } }), (e) => e.code === 'ERR_MOUNT_REFUSED')
-  assert.throws(() => new kern.Sandbox({ profiles: ['--net'] }), (e) => e.code === 'ERR_SANDBOX')
+  assert.throws(
+    () => new kern.Sandbox({ mounts: { '/etc': '/x' } }),
+    (e) => e.code === 'ERR_MOUNT_REFUSED',
+  )
+  assert.throws(
+    () => new kern.Sandbox({ profiles: ['--net'] }),
+    (e) => e.code === 'ERR_SANDBOX',
+  )
   const sbx = await new kern.Sandbox().open()
   try {
     await assert.rejects(sbx.readFile('../x'), (e) => e.code === 'ERR_SANDBOX')
@@ -82,10 +111,24 @@ test('native errors carry a stable code', async () => {
 })
 
 test('wrongly typed options are a SandboxError, not a raw napi error', () => {
-  for (const opts of [{ network: 'yes' }, { egressAllow: 'a.example.org' }, { profiles: 'vcpu:x' }, { memoryMb: '512' }, { env: 'A=1' }, { trackFiles: 1 }]) {
-    assert.throws(() => new kern.Sandbox(opts), (e) => e instanceof kern.SandboxError, JSON.stringify(opts))
+  for (const opts of [
+    { network: 'yes' },
+    { egressAllow: 'a.example.org' },
+    { profiles: 'vcpu:x' },
+    { memoryMb: '512' },
+    { env: 'A=1' },
+    { trackFiles: 1 },
+  ]) {
+    assert.throws(
+      () => new kern.Sandbox(opts),
+      (e) => e instanceof kern.SandboxError,
+      JSON.stringify(opts),
+    )
   }
-  assert.throws(() => new kern.Sandbox({ mounts: ['/tmp'] }), (e) => e instanceof kern.MountRefused)
+  assert.throws(
+    () => new kern.Sandbox({ mounts: ['/tmp'] }),
+    (e) => e instanceof kern.MountRefused,
+  )
 })
 
 test('open() resolves to the sandbox itself', async () => {

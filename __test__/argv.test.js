@@ -44,9 +44,23 @@ test('argv: defaults, exact order', { skip: STANDIN_ONLY }, async () => {
     assert.equal(calls.length, 1)
     const { flags, command } = parseBox(calls[0])
     assert.deepEqual(normalise(flags, ws).flags, [
-      '--image', 'python:3.12-slim', '--ro', '-v', '<WS>:/workspace', '--workdir', '/workspace',
-      '--timeout', '35', '--memory', '512m', '--pids-limit', '256', '--cap-drop', 'ALL',
-      '--env-file', '<ENVFILE>',
+      '--image',
+      'python:3.12-slim',
+      '--ro',
+      '-v',
+      '<WS>:/workspace',
+      '--workdir',
+      '/workspace',
+      '--timeout',
+      '35',
+      '--memory',
+      '512m',
+      '--pids-limit',
+      '256',
+      '--cap-drop',
+      'ALL',
+      '--env-file',
+      '<ENVFILE>',
     ])
     // Python goes through the rich-result runner, as in 0.1.23: the code is in a workspace file.
     assert.equal(command.length, 2)
@@ -85,14 +99,36 @@ test('argv: every optional flag in its place', { skip: STANDIN_ONLY }, async () 
     const ws = fs.realpathSync(wsDir)
     const { flags, command } = parseBox(rec.boxCalls()[0])
     assert.deepEqual(normalise(flags, ws).flags, [
-      '--image', 'python:3.12-slim', '--ro', '-v', '<WS>:/workspace', '--workdir', '/workspace',
-      '-v', '<WS>/.deps:/workspace/.deps:ro',
-      '--timeout', '12', '--memory', '256m', '--cpus', '1.5', '--pids-limit', '64',
-      '--egress-allow', 'pkgs.example.org,files.example.net',
+      '--image',
+      'python:3.12-slim',
+      '--ro',
+      '-v',
+      '<WS>:/workspace',
+      '--workdir',
+      '/workspace',
+      '-v',
+      '<WS>/.deps:/workspace/.deps:ro',
+      '--timeout',
+      '12',
+      '--memory',
+      '256m',
+      '--cpus',
+      '1.5',
+      '--pids-limit',
+      '64',
+      '--egress-allow',
+      'pkgs.example.org,files.example.net',
       'vcpu:heavy',
-      '-v', `${fs.realpathSync(ro)}:/data:ro`, '-v', `${fs.realpathSync(rw)}:/out`,
-      '--cap-drop', 'ALL', '--security-profile', 'untrusted',
-      '--env-file', '<ENVFILE>',
+      '-v',
+      `${fs.realpathSync(ro)}:/data:ro`,
+      '-v',
+      `${fs.realpathSync(rw)}:/out`,
+      '--cap-drop',
+      'ALL',
+      '--security-profile',
+      'untrusted',
+      '--env-file',
+      '<ENVFILE>',
     ])
     assert.deepEqual(command, ['true'])
   } finally {
@@ -102,12 +138,24 @@ test('argv: every optional flag in its place', { skip: STANDIN_ONLY }, async () 
 
 test('argv: requireLimits and apparmor flags follow --cap-drop', { skip: STANDIN_ONLY }, async () => {
   const rec = recordingKern()
-  const sbx = await sandboxWith(rec.bin, { requireLimits: true, apparmor: 'kern-box', capDrop: ['NET_RAW', 'cap_sys_admin'] }).open()
+  const sbx = await sandboxWith(rec.bin, {
+    requireLimits: true,
+    apparmor: 'kern-box',
+    capDrop: ['NET_RAW', 'cap_sys_admin'],
+  }).open()
   try {
     await sbx.run(['true'])
     const { flags } = parseBox(rec.boxCalls()[0])
     const tail = flags.slice(flags.indexOf('--cap-drop'))
-    assert.deepEqual(tail.slice(0, -2), ['--cap-drop', 'NET_RAW', '--cap-drop', 'SYS_ADMIN', '--require-limits', '--apparmor', 'kern-box'])
+    assert.deepEqual(tail.slice(0, -2), [
+      '--cap-drop',
+      'NET_RAW',
+      '--cap-drop',
+      'SYS_ADMIN',
+      '--require-limits',
+      '--apparmor',
+      'kern-box',
+    ])
   } finally {
     await sbx.close()
   }
@@ -123,7 +171,11 @@ test('argv: memoryMb:null and pids:null omit their flags', { skip: STANDIN_ONLY 
     assert.ok(!flags.includes('--memory'), flags.join(' '))
     assert.ok(!flags.includes('--pids-limit'), flags.join(' '))
     assert.ok(!flags.includes('--cpus'))
-    assert.deepEqual(flags.slice(flags.indexOf('--timeout'), flags.indexOf('--timeout') + 3), ['--timeout', '35', '--cap-drop'])
+    assert.deepEqual(flags.slice(flags.indexOf('--timeout'), flags.indexOf('--timeout') + 3), [
+      '--timeout',
+      '35',
+      '--cap-drop',
+    ])
   } finally {
     await sbx.close()
   }
@@ -156,7 +208,10 @@ test('argv: default run boxes have no network flag', { skip: STANDIN_ONLY }, asy
 
 test('argv: egressAllow -> --net for the setup box, --egress-allow for run boxes', { skip: STANDIN_ONLY }, async () => {
   const rec = recordingKern()
-  const sbx = await sandboxWith(rec.bin, { egressAllow: ['pkgs.example.org'], setup: 'echo set > /workspace/s.txt' }).open()
+  const sbx = await sandboxWith(rec.bin, {
+    egressAllow: ['pkgs.example.org'],
+    setup: 'echo set > /workspace/s.txt',
+  }).open()
   try {
     await sbx.run(['true'])
     const [setup, run] = rec.boxCalls()
@@ -212,28 +267,32 @@ test('argv: --timeout is the deadline + 5, per call too', { skip: STANDIN_ONLY }
   }
 })
 
-test('argv: runCode languages (node runs its cell runner by path) and large code by path', { skip: STANDIN_ONLY }, async () => {
-  const rec = recordingKern()
-  const sbx = await sandboxWith(rec.bin).open()
-  try {
-    await sbx.runCode('echo hi', { language: 'bash' })
-    await sbx.runCode('console.log(1)', { language: 'node' })
-    const big = '# ' + 'x'.repeat(130 * 1024) + '\nprint("big")\n'
-    const r = await sbx.runCode(big)
-    assert.equal(r.stdout, 'big\n', r.stderr)
-    const [b, n, p] = rec.boxCalls().map((a) => parseBox(a).command)
-    assert.deepEqual(b, ['sh', '-c', 'echo hi'])
-    // As 0.1.23 runs Python cells: a runner file with the cell beside it, for rich results.
-    assert.equal(n.length, 2)
-    assert.equal(n[0], 'node')
-    assert.match(n[1], /^\/workspace\/\.run-[0-9a-f]{8}\.js$/)
-    assert.equal(p.length, 2)
-    assert.equal(p[0], 'python3')
-    assert.match(p[1], /^\/workspace\/\S+\.py$/)
-  } finally {
-    await sbx.close()
-  }
-})
+test(
+  'argv: runCode languages (node runs its cell runner by path) and large code by path',
+  { skip: STANDIN_ONLY },
+  async () => {
+    const rec = recordingKern()
+    const sbx = await sandboxWith(rec.bin).open()
+    try {
+      await sbx.runCode('echo hi', { language: 'bash' })
+      await sbx.runCode('console.log(1)', { language: 'node' })
+      const big = '# ' + 'x'.repeat(130 * 1024) + '\nprint("big")\n'
+      const r = await sbx.runCode(big)
+      assert.equal(r.stdout, 'big\n', r.stderr)
+      const [b, n, p] = rec.boxCalls().map((a) => parseBox(a).command)
+      assert.deepEqual(b, ['sh', '-c', 'echo hi'])
+      // As 0.1.23 runs Python cells: a runner file with the cell beside it, for rich results.
+      assert.equal(n.length, 2)
+      assert.equal(n[0], 'node')
+      assert.match(n[1], /^\/workspace\/\.run-[0-9a-f]{8}\.js$/)
+      assert.equal(p.length, 2)
+      assert.equal(p[0], 'python3')
+      assert.match(p[1], /^\/workspace\/\S+\.py$/)
+    } finally {
+      await sbx.close()
+    }
+  },
+)
 
 test('argv: env values never appear in argv', { skip: STANDIN_ONLY }, async () => {
   const rec = recordingKern()
@@ -295,7 +354,10 @@ test('env file: concurrent calls all read it whole; the box cannot reach it (no 
   const sbx = await sandboxWith(fake.bin, { env: { A: '1' } }).open()
   try {
     const rs = await Promise.all([sbx.run(['true']), sbx.run(['true']), sbx.run(['true'])])
-    assert.deepEqual(rs.map((r) => r.exitCode), [0, 0, 0])
+    assert.deepEqual(
+      rs.map((r) => r.exitCode),
+      [0, 0, 0],
+    )
     const calls = fake.boxCalls()
     assert.equal(calls.length, 3)
     for (const c of calls) {
@@ -333,7 +395,8 @@ test('setup: `pip install X` is rewritten to --target /workspace/.deps in a netw
     const [call] = fake.boxCalls()
     const dd = call.argv.indexOf('--')
     assert.deepEqual(call.argv.slice(dd + 1), [
-      'sh', '-c',
+      'sh',
+      '-c',
       'pip install --target /workspace/.deps --no-cache-dir --disable-pip-version-check requests==2.31.0 rich',
     ])
     assert.ok(call.argv.slice(0, dd).includes('--net'), 'setup box has the network')
@@ -384,7 +447,7 @@ test('top-level runCode with an already-aborted signal invokes no kern', async (
   assert.equal(fake.calls().length, 0)
 })
 
-test('boxWorkspace moves the one bind, --workdir, PYTHONPATH and setup\'s pip target together', async () => {
+test("boxWorkspace moves the one bind, --workdir, PYTHONPATH and setup's pip target together", async () => {
   const fake = fakeKern()
   const sbx = await sandboxWith(fake.bin, { boxWorkspace: '/home/user', depsReadonly: true, setup: 'pip install rich' })
   assert.equal(sbx.boxWorkspace, '/home/user')
@@ -395,10 +458,18 @@ test('boxWorkspace moves the one bind, --workdir, PYTHONPATH and setup\'s pip ta
     const [setup, run] = fake.boxCalls()
     const ws = sbx.workspacePath
     const dd = setup.argv.indexOf('--')
-    assert.equal(setup.argv.slice(dd + 1)[2], 'pip install --target /home/user/.deps --no-cache-dir --disable-pip-version-check rich')
+    assert.equal(
+      setup.argv.slice(dd + 1)[2],
+      'pip install --target /home/user/.deps --no-cache-dir --disable-pip-version-check rich',
+    )
     const flags = run.argv.slice(0, run.argv.indexOf('--'))
     assert.deepEqual(flags.slice(flags.indexOf('--ro') + 1, flags.indexOf('--timeout')), [
-      '-v', `${ws}:/home/user`, '--workdir', '/home/user', '-v', `${ws}/.deps:/home/user/.deps:ro`,
+      '-v',
+      `${ws}:/home/user`,
+      '--workdir',
+      '/home/user',
+      '-v',
+      `${ws}/.deps:/home/user/.deps:ro`,
     ])
     assert.equal(flags.filter((f) => f === '-v').length, 2, 'the workspace is bound once (plus .deps)')
     assert.match(run.argv[run.argv.length - 1], /^\/home\/user\/\.run-[0-9a-f]{8}\.py$/)
@@ -409,10 +480,25 @@ test('boxWorkspace moves the one bind, --workdir, PYTHONPATH and setup\'s pip ta
 })
 
 test('boxWorkspace must be a plain absolute path that is not / or under /proc, /sys, /dev', () => {
-  for (const bad of ['', '/', 'home/user', '/home/user/', '/a/../b', '/a/./b', '/a:b', '/a,b', '/a b', '/proc', '/dev/x', '/a\nb', '-v']) {
+  for (const bad of [
+    '',
+    '/',
+    'home/user',
+    '/home/user/',
+    '/a/../b',
+    '/a/./b',
+    '/a:b',
+    '/a,b',
+    '/a b',
+    '/proc',
+    '/dev/x',
+    '/a\nb',
+    '-v',
+  ]) {
     assert.throws(
       () => new kern.Sandbox({ boxWorkspace: bad }),
-      (e) => e instanceof kern.SandboxError && /^invalid option boxWorkspace: expected an absolute path/.test(e.message),
+      (e) =>
+        e instanceof kern.SandboxError && /^invalid option boxWorkspace: expected an absolute path/.test(e.message),
       JSON.stringify(bad),
     )
   }
@@ -424,7 +510,9 @@ test('a box sees the workspace at boxWorkspace, as its working directory', async
   const sbx = await new kern.Sandbox({ boxWorkspace: '/home/user' }).open()
   try {
     await sbx.writeFile('probe.txt', 'here')
-    const r = await sbx.runCode('import os; print(os.getcwd(), open("/home/user/probe.txt").read(), os.path.exists("/workspace/probe.txt"))')
+    const r = await sbx.runCode(
+      'import os; print(os.getcwd(), open("/home/user/probe.txt").read(), os.path.exists("/workspace/probe.txt"))',
+    )
     assert.equal(r.stdout, '/home/user here False\n', r.stderr)
     const k = await sbx.kernel()
     assert.equal((await k.runCode('import os; os.getcwd()')).results[0].text, "'/home/user'")

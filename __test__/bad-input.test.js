@@ -243,7 +243,8 @@ test('string options: image, securityProfile, apparmor, setup', async () => {
   const c = cases()
   const names = { image: /image/, securityProfile: /securityProfile/, apparmor: /apparmor/, setup: /setup/ }
   for (const [opt, name] of Object.entries(names)) {
-    for (const [k, v] of Object.entries(NOT_STRINGS)) await c.refused(`${opt}: ${k}`, construct({ [opt]: v }), 'SandboxError', name)
+    for (const [k, v] of Object.entries(NOT_STRINGS))
+      await c.refused(`${opt}: ${k}`, construct({ [opt]: v }), 'SandboxError', name)
     await c.refused(`${opt}: NUL-laden`, construct({ [opt]: 'a\0b' }), 'SandboxError', name)
     await c.refused(`${opt}: NUL only`, construct({ [opt]: '\0' }), 'SandboxError', name)
     await c.accepted(`${opt}: undefined`, construct({ [opt]: undefined }))
@@ -264,13 +265,19 @@ test('string options: image, securityProfile, apparmor, setup', async () => {
 test('workspace: wrong types and NUL bytes are refused at construction, empty or relative by open(), naming workspace', async () => {
   const c = cases()
   const dirs = sessionDirs()
-  for (const [k, v] of Object.entries(NOT_STRINGS)) await c.refused(`workspace: ${k}`, construct({ workspace: v }), 'SandboxError', /workspace/)
+  for (const [k, v] of Object.entries(NOT_STRINGS))
+    await c.refused(`workspace: ${k}`, construct({ workspace: v }), 'SandboxError', /workspace/)
   await c.refused('workspace: NUL-laden', construct({ workspace: `${tmpDir()}/a\0b` }), 'SandboxError', /workspace/)
   // Empty or relative: refused by the constructor or by open(), either way naming the option.
   for (const [k, v] of Object.entries({ empty: '', relative: 'rel/dir', dot: '.' })) {
     await c.refused(`workspace: ${k}`, () => new Sandbox({ workspace: v }).open(), 'SandboxError', /workspace/)
   }
-  await c.refused('workspace: 5,000 chars', () => new Sandbox({ workspace: `${tmpDir()}/${'w'.repeat(5000)}` }).open(), 'SandboxError', /workspace/)
+  await c.refused(
+    'workspace: 5,000 chars',
+    () => new Sandbox({ workspace: `${tmpDir()}/${'w'.repeat(5000)}` }).open(),
+    'SandboxError',
+    /workspace/,
+  )
   assert.deepEqual(newSessionDirs(dirs), [], 'a refused open() leaves no session directory')
   c.done()
 })
@@ -279,8 +286,10 @@ test('whole-number caps: memoryMb and pids', async () => {
   const c = cases()
   for (const opt of ['memoryMb', 'pids']) {
     const name = new RegExp(opt)
-    for (const [k, v] of Object.entries({ ...BAD_NUMBERS, 0.5: 0.5, ...HUGE_NUMBERS })) await c.refused(`${opt}: ${k}`, construct({ [opt]: v }), 'SandboxError', name)
-    for (const [k, v] of Object.entries(NOT_NUMBERS)) await c.refused(`${opt}: ${k}`, construct({ [opt]: v }), 'SandboxError', name)
+    for (const [k, v] of Object.entries({ ...BAD_NUMBERS, 0.5: 0.5, ...HUGE_NUMBERS }))
+      await c.refused(`${opt}: ${k}`, construct({ [opt]: v }), 'SandboxError', name)
+    for (const [k, v] of Object.entries(NOT_NUMBERS))
+      await c.refused(`${opt}: ${k}`, construct({ [opt]: v }), 'SandboxError', name)
     await c.accepted(`${opt}: null (uncapped)`, construct({ [opt]: null }))
     await c.accepted(`${opt}: 64`, construct({ [opt]: 64 }))
   }
@@ -289,8 +298,10 @@ test('whole-number caps: memoryMb and pids', async () => {
 
 test('cpus: a positive number of cores, null for none', async () => {
   const c = cases()
-  for (const [k, v] of Object.entries({ ...BAD_NUMBERS, ...HUGE_NUMBERS })) await c.refused(`cpus: ${k}`, construct({ cpus: v }), 'SandboxError', /cpus/)
-  for (const [k, v] of Object.entries(NOT_NUMBERS)) await c.refused(`cpus: ${k}`, construct({ cpus: v }), 'SandboxError', /cpus/)
+  for (const [k, v] of Object.entries({ ...BAD_NUMBERS, ...HUGE_NUMBERS }))
+    await c.refused(`cpus: ${k}`, construct({ cpus: v }), 'SandboxError', /cpus/)
+  for (const [k, v] of Object.entries(NOT_NUMBERS))
+    await c.refused(`cpus: ${k}`, construct({ cpus: v }), 'SandboxError', /cpus/)
   await c.accepted('cpus: 0.5', construct({ cpus: 0.5 }))
   await c.accepted('cpus: null', construct({ cpus: null }))
   c.done()
@@ -298,8 +309,10 @@ test('cpus: a positive number of cores, null for none', async () => {
 
 test('timeoutS (session): a positive, finite number of seconds', async () => {
   const c = cases()
-  for (const [k, v] of Object.entries({ ...BAD_NUMBERS, ...HUGE_NUMBERS })) await c.refused(`timeoutS: ${k}`, construct({ timeoutS: v }), 'SandboxError', /timeoutS/)
-  for (const [k, v] of Object.entries(NOT_NUMBERS)) await c.refused(`timeoutS: ${k}`, construct({ timeoutS: v }), 'SandboxError', /timeoutS/)
+  for (const [k, v] of Object.entries({ ...BAD_NUMBERS, ...HUGE_NUMBERS }))
+    await c.refused(`timeoutS: ${k}`, construct({ timeoutS: v }), 'SandboxError', /timeoutS/)
+  for (const [k, v] of Object.entries(NOT_NUMBERS))
+    await c.refused(`timeoutS: ${k}`, construct({ timeoutS: v }), 'SandboxError', /timeoutS/)
   await c.accepted('timeoutS: 0.5', construct({ timeoutS: 0.5 }))
   await c.accepted('timeoutS: null (default)', construct({ timeoutS: null }))
   c.done()
@@ -307,9 +320,12 @@ test('timeoutS (session): a positive, finite number of seconds', async () => {
 
 test('maxOutputBytes: positive; a huge cap never crashes', async () => {
   const c = cases()
-  for (const [k, v] of Object.entries(BAD_NUMBERS)) await c.refused(`maxOutputBytes: ${k}`, construct({ maxOutputBytes: v }), 'SandboxError', /maxOutputBytes/)
-  for (const [k, v] of Object.entries(NOT_NUMBERS)) await c.refused(`maxOutputBytes: ${k}`, construct({ maxOutputBytes: v }), 'SandboxError', /maxOutputBytes/)
-  for (const [k, v] of Object.entries(HUGE_NUMBERS)) await c.noCrash(`maxOutputBytes: ${k}`, construct({ maxOutputBytes: v }), /maxOutputBytes/)
+  for (const [k, v] of Object.entries(BAD_NUMBERS))
+    await c.refused(`maxOutputBytes: ${k}`, construct({ maxOutputBytes: v }), 'SandboxError', /maxOutputBytes/)
+  for (const [k, v] of Object.entries(NOT_NUMBERS))
+    await c.refused(`maxOutputBytes: ${k}`, construct({ maxOutputBytes: v }), 'SandboxError', /maxOutputBytes/)
+  for (const [k, v] of Object.entries(HUGE_NUMBERS))
+    await c.noCrash(`maxOutputBytes: ${k}`, construct({ maxOutputBytes: v }), /maxOutputBytes/)
   // A huge cap must not be allocated up front: a call still runs.
   const o = await outcome(async () => {
     const s = await new Sandbox({ maxOutputBytes: 2 ** 64 }).open()
@@ -320,14 +336,16 @@ test('maxOutputBytes: positive; a huge cap never crashes', async () => {
     }
   })
   if (o.ok) assert.equal(o.value.stdout, 'hi\n')
-  else if (!o.error || !/maxOutputBytes/.test(o.error.message)) c.problem(`maxOutputBytes 2**64, a call: ${o.hung ? 'hung' : `${o.error.name}: ${o.error.message}`}`)
+  else if (!o.error || !/maxOutputBytes/.test(o.error.message))
+    c.problem(`maxOutputBytes 2**64, a call: ${o.hung ? 'hung' : `${o.error.name}: ${o.error.message}`}`)
   c.done()
 })
 
 test('boolean options: network, enforceLimits, depsReadonly, trackFiles, requireLimits', async () => {
   const c = cases()
   for (const opt of ['network', 'enforceLimits', 'depsReadonly', 'trackFiles', 'requireLimits']) {
-    for (const [k, v] of Object.entries(NOT_BOOLEANS)) await c.refused(`${opt}: ${k}`, construct({ [opt]: v }), 'SandboxError', new RegExp(opt))
+    for (const [k, v] of Object.entries(NOT_BOOLEANS))
+      await c.refused(`${opt}: ${k}`, construct({ [opt]: v }), 'SandboxError', new RegExp(opt))
     await c.accepted(`${opt}: false`, construct({ [opt]: false }))
     await c.accepted(`${opt}: null`, construct({ [opt]: null }))
   }
@@ -351,8 +369,10 @@ test('string-list options: egressAllow, profiles, capDrop', async () => {
     '100,000 chars': BIG_STRING,
   }
   for (const [opt, name] of Object.entries(names)) {
-    for (const [k, v] of Object.entries(NOT_ARRAYS)) await c.refused(`${opt}: ${k}`, construct({ [opt]: v }), 'SandboxError', name)
-    for (const [k, v] of Object.entries(badEntries)) await c.refused(`${opt}: [${k}]`, construct({ [opt]: [v] }), 'SandboxError', name)
+    for (const [k, v] of Object.entries(NOT_ARRAYS))
+      await c.refused(`${opt}: ${k}`, construct({ [opt]: v }), 'SandboxError', name)
+    for (const [k, v] of Object.entries(badEntries))
+      await c.refused(`${opt}: [${k}]`, construct({ [opt]: [v] }), 'SandboxError', name)
     await c.refused(`${opt}: an array with a hole`, construct({ [opt]: new Array(2) }), 'SandboxError', name)
     await c.accepted(`${opt}: []`, construct({ [opt]: [] }))
     await c.accepted(`${opt}: null`, construct({ [opt]: null }))
@@ -386,7 +406,8 @@ test('mounts: anything but { absoluteHostPath: absoluteBoxPath | [path, "ro"|"rw
     'huge target': { [d]: `/${BIG_STRING}` },
     'a 300-char target component': { [d]: `/data/${'c'.repeat(300)}` },
   }
-  for (const [k, v] of Object.entries(bad)) await c.refused(`mounts: ${k}`, construct({ mounts: v }), 'MountRefused', /mount/)
+  for (const [k, v] of Object.entries(bad))
+    await c.refused(`mounts: ${k}`, construct({ mounts: v }), 'MountRefused', /mount/)
   await c.accepted('mounts: {}', construct({ mounts: {} }))
   c.done()
 })
@@ -426,7 +447,8 @@ test('env: not an object is refused; bad names or values fail by the first call 
 test('onStdout / onStderr (session): not a function is a TypeError', async () => {
   const c = cases()
   for (const opt of ['onStdout', 'onStderr']) {
-    for (const [k, v] of Object.entries(NOT_FUNCTIONS)) await c.refused(`${opt}: ${k}`, construct({ [opt]: v }), 'TypeError', new RegExp(opt))
+    for (const [k, v] of Object.entries(NOT_FUNCTIONS))
+      await c.refused(`${opt}: ${k}`, construct({ [opt]: v }), 'TypeError', new RegExp(opt))
     await c.accepted(`${opt}: null`, construct({ [opt]: null }))
   }
   c.done()
@@ -436,20 +458,36 @@ test('wrong JS types on options get a JS message, not a Rust/napi one', async ()
   // The message names the option (checked above) and says what it must be, in JS terms.
   const c = cases()
   const opts = {
-    image: 5, setup: 5, workspace: 5, securityProfile: 5, apparmor: 5,
-    memoryMb: 'x', pids: 'x', cpus: 'x', timeoutS: 'x', maxOutputBytes: 'x',
-    network: 'x', enforceLimits: 'x', depsReadonly: 'x', trackFiles: 'x', requireLimits: 'x',
-    egressAllow: 'x', profiles: 'x', capDrop: 'x',
+    image: 5,
+    setup: 5,
+    workspace: 5,
+    securityProfile: 5,
+    apparmor: 5,
+    memoryMb: 'x',
+    pids: 'x',
+    cpus: 'x',
+    timeoutS: 'x',
+    maxOutputBytes: 'x',
+    network: 'x',
+    enforceLimits: 'x',
+    depsReadonly: 'x',
+    trackFiles: 'x',
+    requireLimits: 'x',
+    egressAllow: 'x',
+    profiles: 'x',
+    capDrop: 'x',
   }
   for (const [opt, v] of Object.entries(opts)) {
     const o = await outcome(construct({ [opt]: v }))
     if (o.ok || o.hung) c.problem(`${opt}: ${show(v)} was not refused`)
-    else if (/rust type|napi|\bf64\b|Array length|JavaScript value/i.test(o.error.message)) c.problem(`${opt}: ${show(v)}: ${o.error.message}`)
+    else if (/rust type|napi|\bf64\b|Array length|JavaScript value/i.test(o.error.message))
+      c.problem(`${opt}: ${show(v)}: ${o.error.message}`)
   }
   for (const opt of ['profiles', 'capDrop', 'egressAllow']) {
     const o = await outcome(construct({ [opt]: [5] }))
     if (o.ok || o.hung) c.problem(`${opt}: [5] was not refused`)
-    else if (/rust type|napi|\bf64\b|Array length|JavaScript value/i.test(o.error.message)) c.problem(`${opt}: [5]: ${o.error.message}`)
+    else if (/rust type|napi|\bf64\b|Array length|JavaScript value/i.test(o.error.message))
+      c.problem(`${opt}: [5]: ${o.error.message}`)
   }
   c.done()
 })
@@ -471,9 +509,15 @@ test.after(async () => {
 
 test('runCode(code): code that is not a string is a TypeError; a NUL byte a SandboxError', async () => {
   const c = cases()
-  for (const [k, v] of Object.entries(NOT_STRING_ARGS)) await c.refused(`runCode(${k})`, () => sbx.runCode(v), 'TypeError', /code/)
+  for (const [k, v] of Object.entries(NOT_STRING_ARGS))
+    await c.refused(`runCode(${k})`, () => sbx.runCode(v), 'TypeError', /code/)
   await c.refused('runCode(NUL-laden)', () => sbx.runCode('print(1)\0'), 'SandboxError', /code|NUL/)
-  await c.refused('runCode(NUL-laden, bash)', () => sbx.runCode('echo \0', { language: 'bash' }), 'SandboxError', /code|NUL/)
+  await c.refused(
+    'runCode(NUL-laden, bash)',
+    () => sbx.runCode('echo \0', { language: 'bash' }),
+    'SandboxError',
+    /code|NUL/,
+  )
   c.done()
 })
 
@@ -515,8 +559,16 @@ test('run(argv): a string, a non-array, an empty array or a non-string entry is 
 
 test('run / runCode: an argv or code too big for exec is a SandboxError, not a crash', async () => {
   const c = cases()
-  await c.noCrash('run(["echo", 200,000 chars])', () => sbx.run(['echo', 'x'.repeat(200_000)]), /kern|argument|command/i)
-  await c.noCrash('run(100 x 100,000 chars)', () => sbx.run(['echo', ...Array.from({ length: 100 }, () => 'y'.repeat(100_000))]), /kern|argument|command/i)
+  await c.noCrash(
+    'run(["echo", 200,000 chars])',
+    () => sbx.run(['echo', 'x'.repeat(200_000)]),
+    /kern|argument|command/i,
+  )
+  await c.noCrash(
+    'run(100 x 100,000 chars)',
+    () => sbx.run(['echo', ...Array.from({ length: 100 }, () => 'y'.repeat(100_000))]),
+    /kern|argument|command/i,
+  )
   c.done()
 })
 
@@ -577,7 +629,8 @@ test('runCode language: anything but python, bash or node is a SandboxError nami
     '100,000 chars': BIG_STRING,
     ...NOT_STRINGS,
   }
-  for (const [k, v] of Object.entries(bad)) await c.refused(`language ${k}`, () => sbx.runCode('print(1)', { language: v }), 'SandboxError', /language/)
+  for (const [k, v] of Object.entries(bad))
+    await c.refused(`language ${k}`, () => sbx.runCode('print(1)', { language: v }), 'SandboxError', /language/)
   c.done()
 })
 
@@ -623,7 +676,17 @@ test('writeFile data: bytes as given; anything else is String()-ed, as 0.1.1 did
     'NUL-laden string': ['a\0b', Buffer.from('a\0b')],
     'empty string': ['', Buffer.alloc(0)],
   }
-  const coerced = { undefined: undefined, null: null, number: 5, NaN: NaN, '2**64': 2 ** 64, boolean: true, object: {}, bigint: 10n, symbol: Symbol('d') }
+  const coerced = {
+    undefined: undefined,
+    null: null,
+    number: 5,
+    NaN: NaN,
+    '2**64': 2 ** 64,
+    boolean: true,
+    object: {},
+    bigint: 10n,
+    symbol: Symbol('d'),
+  }
   for (const [k, v] of Object.entries(coerced)) bytes[k] = [v, Buffer.from(String(v))]
   for (const [k, [v, want]] of Object.entries(bytes)) {
     const o = await outcome(async () => {
@@ -631,7 +694,10 @@ test('writeFile data: bytes as given; anything else is String()-ed, as 0.1.1 did
       return sbx.readFile('data.bin')
     })
     if (o.hung || !o.ok) c.problem(`writeFile(data: ${k}): ${o.hung ? 'hung' : `${o.error.name}: ${o.error.message}`}`)
-    else if (!want.equals(o.value)) c.problem(`writeFile(data: ${k}): wrote ${show(o.value.toString('latin1'))}, want ${show(want.toString('latin1'))}`)
+    else if (!want.equals(o.value))
+      c.problem(
+        `writeFile(data: ${k}): wrote ${show(o.value.toString('latin1'))}, want ${show(want.toString('latin1'))}`,
+      )
   }
   c.done()
 })
@@ -639,12 +705,21 @@ test('writeFile data: bytes as given; anything else is String()-ed, as 0.1.1 did
 /** The `{ maxBytes }` option of readFile, snapshot and restore. */
 function maxBytesCases(label, call) {
   return async (c) => {
-    for (const [k, v] of Object.entries({ ...NOT_NUMBERS, 'NUL-laden string': 'a\0b' })) await c.refused(`${label} maxBytes ${k}`, () => call({ maxBytes: v }), 'SandboxError', /maxBytes/)
-    for (const [k, v] of Object.entries({ NaN: NaN, '-1': -1, '-0.5': -0.5, Infinity: Infinity, '-Infinity': -Infinity })) {
+    for (const [k, v] of Object.entries({ ...NOT_NUMBERS, 'NUL-laden string': 'a\0b' }))
+      await c.refused(`${label} maxBytes ${k}`, () => call({ maxBytes: v }), 'SandboxError', /maxBytes/)
+    for (const [k, v] of Object.entries({
+      NaN: NaN,
+      '-1': -1,
+      '-0.5': -0.5,
+      Infinity: Infinity,
+      '-Infinity': -Infinity,
+    })) {
       await c.refused(`${label} maxBytes ${k}`, () => call({ maxBytes: v }), 'SandboxError', /maxBytes/)
     }
-    for (const [k, v] of Object.entries(HUGE_NUMBERS)) await c.accepted(`${label} maxBytes ${k}`, () => call({ maxBytes: v }))
-    for (const [k, v] of Object.entries(NOT_OPTION_BAGS)) await c.refused(`${label} options ${k}`, () => call(v), 'either', /option/i)
+    for (const [k, v] of Object.entries(HUGE_NUMBERS))
+      await c.accepted(`${label} maxBytes ${k}`, () => call({ maxBytes: v }))
+    for (const [k, v] of Object.entries(NOT_OPTION_BAGS))
+      await c.refused(`${label} options ${k}`, () => call(v), 'either', /option/i)
     await c.accepted(`${label} options null`, () => call(null))
     await c.accepted(`${label} maxBytes null`, () => call({ maxBytes: null }))
   }
@@ -653,13 +728,19 @@ function maxBytesCases(label, call) {
 test('readFile(path, { maxBytes }): a non-negative number of bytes', async () => {
   const c = cases()
   await maxBytesCases('readFile', (o) => sbx.readFile('present.txt', o))(c)
-  await c.refused('readFile maxBytes 0 on a non-empty file', () => sbx.readFile('present.txt', { maxBytes: 0 }), 'SandboxError', /limit|maxBytes/)
+  await c.refused(
+    'readFile maxBytes 0 on a non-empty file',
+    () => sbx.readFile('present.txt', { maxBytes: 0 }),
+    'SandboxError',
+    /limit|maxBytes/,
+  )
   c.done()
 })
 
 test('listFiles(subdir): not a string is a TypeError; an unusable one a SandboxError', async () => {
   const c = cases()
-  for (const [k, v] of Object.entries(NOT_STRINGS)) await c.refused(`listFiles(${k})`, () => sbx.listFiles(v), 'TypeError', /subdir/)
+  for (const [k, v] of Object.entries(NOT_STRINGS))
+    await c.refused(`listFiles(${k})`, () => sbx.listFiles(v), 'TypeError', /subdir/)
   for (const [k, v] of Object.entries({ 'NUL-laden': 'a\0b', 'escaping ..': '../', 'deep escape': 'a/../../' })) {
     await c.refused(`listFiles(${k})`, () => sbx.listFiles(v), 'SandboxError', /path|subdir|workspace/i)
   }
@@ -672,7 +753,8 @@ test('listFiles(subdir): not a string is a TypeError; an unusable one a SandboxE
 test('snapshot(dest, opts): a bad destination or maxBytes is refused, naming it', async () => {
   const c = cases()
   const dest = path.join(workdir, 'snap.tgz')
-  for (const [k, v] of Object.entries(NOT_STRING_ARGS)) await c.refused(`snapshot(${k})`, () => sbx.snapshot(v), 'TypeError', /dest/)
+  for (const [k, v] of Object.entries(NOT_STRING_ARGS))
+    await c.refused(`snapshot(${k})`, () => sbx.snapshot(v), 'TypeError', /dest/)
   const bad = {
     empty: '',
     'NUL-laden': `${workdir}/a\0b.tgz`,
@@ -680,7 +762,8 @@ test('snapshot(dest, opts): a bad destination or maxBytes is refused, naming it'
     'in a missing directory': path.join(workdir, 'no', 'such', 'dir', 'x.tgz'),
     '5,000 chars': path.join(workdir, 'n'.repeat(5000)),
   }
-  for (const [k, v] of Object.entries(bad)) await c.refused(`snapshot(${k})`, () => sbx.snapshot(v), 'SandboxError', /dest|snapshot/)
+  for (const [k, v] of Object.entries(bad))
+    await c.refused(`snapshot(${k})`, () => sbx.snapshot(v), 'SandboxError', /dest|snapshot/)
   await maxBytesCases('snapshot', (o) => sbx.snapshot(dest, o))(c)
   c.done()
 })
@@ -688,7 +771,8 @@ test('snapshot(dest, opts): a bad destination or maxBytes is refused, naming it'
 test('restore(src, opts): a bad source, archive or maxBytes is refused, naming it', async () => {
   const c = cases()
   const good = path.join(workdir, 'good.tgz')
-  for (const [k, v] of Object.entries(NOT_STRING_ARGS)) await c.refused(`restore(${k})`, () => sbx.restore(v), 'TypeError', /src/)
+  for (const [k, v] of Object.entries(NOT_STRING_ARGS))
+    await c.refused(`restore(${k})`, () => sbx.restore(v), 'TypeError', /src/)
   const garbage = path.join(workdir, 'garbage.tgz')
   fs.writeFileSync(garbage, 'not a gzip at all')
   const empty = path.join(workdir, 'empty.tgz')
@@ -702,7 +786,8 @@ test('restore(src, opts): a bad source, archive or maxBytes is refused, naming i
     'an empty file': empty,
     '5,000 chars': path.join(workdir, 'm'.repeat(5000)),
   }
-  for (const [k, v] of Object.entries(bad)) await c.refused(`restore(${k})`, () => sbx.restore(v), 'SandboxError', /src|source|restore|snapshot/)
+  for (const [k, v] of Object.entries(bad))
+    await c.refused(`restore(${k})`, () => sbx.restore(v), 'SandboxError', /src|source|restore|snapshot/)
   await maxBytesCases('restore', (o) => sbx.restore(good, o))(c)
   c.done()
 })
@@ -718,9 +803,24 @@ test('withSandbox: bad options are refused before fn runs; a non-function fn is 
   for (const [k, v] of Object.entries({ ...NOT_OPTION_BAGS, 'NUL-laden string': 'a\0b' })) {
     await c.refused(`withSandbox(${k}, fn)`, () => withSandbox(v, fn), 'SandboxError', /options/i)
   }
-  await c.refused('withSandbox({ timeoutS: NaN }, fn)', () => withSandbox({ timeoutS: NaN }, fn), 'SandboxError', /timeoutS/)
-  await c.refused('withSandbox({ memoryMb: 2**64 }, fn)', () => withSandbox({ memoryMb: 2 ** 64 }, fn), 'SandboxError', /memoryMb/)
-  await c.refused('withSandbox({ workspace: "" }, fn)', () => withSandbox({ workspace: '' }, fn), 'SandboxError', /workspace/)
+  await c.refused(
+    'withSandbox({ timeoutS: NaN }, fn)',
+    () => withSandbox({ timeoutS: NaN }, fn),
+    'SandboxError',
+    /timeoutS/,
+  )
+  await c.refused(
+    'withSandbox({ memoryMb: 2**64 }, fn)',
+    () => withSandbox({ memoryMb: 2 ** 64 }, fn),
+    'SandboxError',
+    /memoryMb/,
+  )
+  await c.refused(
+    'withSandbox({ workspace: "" }, fn)',
+    () => withSandbox({ workspace: '' }, fn),
+    'SandboxError',
+    /workspace/,
+  )
   await c.refused('withSandbox({ onStdout: 5 }, fn)', () => withSandbox({ onStdout: 5 }, fn), 'TypeError', /onStdout/)
   assert.equal(ran, 0, 'fn never ran')
   for (const [k, v] of Object.entries({ undefined: undefined, null: null, ...NOT_FUNCTIONS })) {
@@ -734,14 +834,26 @@ test('withSandbox: bad options are refused before fn runs; a non-function fn is 
 test('runCode (one-shot): bad code, options, language or signal are refused, naming them', async () => {
   const c = cases()
   const dirs = sessionDirs()
-  for (const [k, v] of Object.entries(NOT_STRING_ARGS)) await c.refused(`runCode(${k})`, () => kern.runCode(v), 'TypeError', /code/)
+  for (const [k, v] of Object.entries(NOT_STRING_ARGS))
+    await c.refused(`runCode(${k})`, () => kern.runCode(v), 'TypeError', /code/)
   await c.refused('runCode(NUL-laden)', () => kern.runCode('print(1)\0'), 'SandboxError', /code|NUL/)
-  for (const [k, v] of Object.entries(NOT_OPTION_BAGS)) await c.refused(`runCode(code, ${k})`, () => kern.runCode('print(1)', v), 'either', /option/i)
+  for (const [k, v] of Object.entries(NOT_OPTION_BAGS))
+    await c.refused(`runCode(code, ${k})`, () => kern.runCode('print(1)', v), 'either', /option/i)
   await c.refused('runCode timeoutS NaN', () => kern.runCode('print(1)', { timeoutS: NaN }), 'SandboxError', /timeoutS/)
-  await c.refused('runCode timeoutS 2**64', () => kern.runCode('print(1)', { timeoutS: 2 ** 64 }), 'SandboxError', /timeoutS/)
+  await c.refused(
+    'runCode timeoutS 2**64',
+    () => kern.runCode('print(1)', { timeoutS: 2 ** 64 }),
+    'SandboxError',
+    /timeoutS/,
+  )
   await c.refused('runCode pids -1', () => kern.runCode('print(1)', { pids: -1 }), 'SandboxError', /pids/)
   await c.refused('runCode image NUL', () => kern.runCode('print(1)', { image: 'py\0' }), 'SandboxError', /image/)
-  await c.refused('runCode language ruby', () => kern.runCode('print(1)', { language: 'ruby' }), 'SandboxError', /language/)
+  await c.refused(
+    'runCode language ruby',
+    () => kern.runCode('print(1)', { language: 'ruby' }),
+    'SandboxError',
+    /language/,
+  )
   await c.refused('runCode language 10n', () => kern.runCode('print(1)', { language: 10n }), 'SandboxError', /language/)
   await c.refused('runCode signal "x"', () => kern.runCode('print(1)', { signal: 'x' }), 'TypeError', /signal/)
   await c.refused('runCode onStdout 5', () => kern.runCode('print(1)', { onStdout: 5 }), 'TypeError', /onStdout/)

@@ -22,7 +22,11 @@ test.after(async () => {
 
 /** What the cell wrote to stderr: kern's own host warnings (`kern: warning: --memory is not
  * enforced ...` on hosts without cgroup delegation) are not the cell's. */
-const cellStderr = (s) => s.split('\n').filter((l) => !l.startsWith('kern: ')).join('\n')
+const cellStderr = (s) =>
+  s
+    .split('\n')
+    .filter((l) => !l.startsWith('kern: '))
+    .join('\n')
 
 /** Runs a cell that must succeed; its figure Results (those with a PNG), in order. */
 async function figures(code, runner = sbx) {
@@ -51,7 +55,14 @@ ax.grid(True); ax.legend(); ax.text(1, 1, "note")
   assert.equal(c.title, 'Run')
   assert.deepEqual([c.x_label, c.x_unit, c.y_label, c.y_unit], ['Time (s)', 's', 'Distance (m)', 'm'])
   assert.equal(c.elements.length, 2, 'grid lines, the legend and text are not elements')
-  assert.deepEqual(c.elements[0], { label: 'speed', points: [[0, 0], [1, 10], [2, 20]] })
+  assert.deepEqual(c.elements[0], {
+    label: 'speed',
+    points: [
+      [0, 0],
+      [1, 10],
+      [2, 20],
+    ],
+  })
   assert.deepEqual(c.elements[1].label, '', 'an unlabelled line has an empty label')
   assert.equal(c.x_scale, ScaleType.LINEAR)
   assert.equal(c.y_scale, 'linear')
@@ -76,19 +87,38 @@ ax.plot(["mon", "tue", "wed"], [1, 3, 2])
 `)
   let c = scatter.chart
   assert.equal(c.type, 'scatter')
-  assert.deepEqual(c.elements, [{ label: 'growth', points: [[1, 1], [2, 100], [3, 10000]] }])
+  assert.deepEqual(c.elements, [
+    {
+      label: 'growth',
+      points: [
+        [1, 1],
+        [2, 100],
+        [3, 10000],
+      ],
+    },
+  ])
   assert.equal(c.y_scale, 'log')
-  assert.ok([1, 100, 10000].every((v) => c.y_ticks.includes(v)), `log ticks: ${c.y_ticks}`)
+  assert.ok(
+    [1, 100, 10000].every((v) => c.y_ticks.includes(v)),
+    `log ticks: ${c.y_ticks}`,
+  )
   assert.ok(c.y_tick_labels.includes('10^2'), `mathtext read as text: ${c.y_tick_labels}`)
 
   c = dated.chart
   assert.equal(c.x_scale, 'datetime')
-  assert.deepEqual(c.elements[0].points, [['2024-01-01T00:00:00', 3], ['2024-01-02T12:00:00', 4]])
+  assert.deepEqual(c.elements[0].points, [
+    ['2024-01-01T00:00:00', 3],
+    ['2024-01-02T12:00:00', 4],
+  ])
   assert.ok(c.x_ticks.length > 0 && c.x_ticks.every((t) => /^2024-01-0[12]T/.test(t)), `${c.x_ticks}`)
 
   c = cats.chart
   assert.equal(c.x_scale, 'categorical')
-  assert.deepEqual(c.elements[0].points, [['mon', 1], ['tue', 3], ['wed', 2]])
+  assert.deepEqual(c.elements[0].points, [
+    ['mon', 1],
+    ['tue', 3],
+    ['wed', 2],
+  ])
   assert.deepEqual(c.x_ticks, ['mon', 'tue', 'wed'])
   assert.deepEqual(c.x_tick_labels, ['mon', 'tue', 'wed'])
 })
@@ -117,16 +147,29 @@ ax.barh(["x", "y"], [5, 6])
   ])
   assert.deepEqual(
     grouped.chart.elements.map((e) => [e.label, e.value, e.group]),
-    [['north', 1, '2023'], ['south', 2, '2023'], ['north', 3, '2024'], ['south', 4, '2024']],
+    [
+      ['north', 1, '2023'],
+      ['south', 2, '2023'],
+      ['north', 3, '2024'],
+      ['south', 4, '2024'],
+    ],
   )
   assert.deepEqual(
     stacked.chart.elements.map((e) => [e.label, e.value, e.group]),
-    [['a', 1, 'low'], ['b', 2, 'low'], ['a', 3, 'high'], ['b', 4, 'high']],
+    [
+      ['a', 1, 'low'],
+      ['b', 2, 'low'],
+      ['a', 3, 'high'],
+      ['b', 4, 'high'],
+    ],
     'a stacked segment is its own value, not the top of the stack',
   )
   assert.deepEqual(
     horizontal.chart.elements.map((e) => [e.label, e.value, e.group]),
-    [['x', 5, 'Group 0'], ['y', 6, 'Group 0']],
+    [
+      ['x', 5, 'Group 0'],
+      ['y', 6, 'Group 0'],
+    ],
   )
 })
 
@@ -141,8 +184,14 @@ ax.boxplot([[1, 2, 3, 4, 5, 20]], vert=False, patch_artist=True, showmeans=True,
 `)
   assert.equal(pie.chart.type, 'pie')
   assert.equal(pie.chart.title, 'Share')
-  assert.deepEqual(pie.chart.elements.map((e) => e.label), ['u', 'v', 'w'])
-  assert.deepEqual(pie.chart.elements.map((e) => Math.round(e.angle)), [90, 90, 180])
+  assert.deepEqual(
+    pie.chart.elements.map((e) => e.label),
+    ['u', 'v', 'w'],
+  )
+  assert.deepEqual(
+    pie.chart.elements.map((e) => Math.round(e.angle)),
+    [90, 90, 180],
+  )
   assert.ok(pie.chart.elements.every((e) => e.radius === 1))
   assert.equal('x_label' in pie.chart, false, 'a pie has no axes fields')
 
@@ -171,8 +220,17 @@ fig = plt.figure()
 `)
   assert.equal(sup.chart.type, 'superchart')
   assert.equal(sup.chart.title, 'Both')
-  assert.deepEqual(sup.chart.elements.map((c) => [c.type, c.title]), [['line', 'left'], ['scatter', 'right']])
-  assert.deepEqual(sup.chart.elements[0].elements[0].points, [[1, 3], [2, 4]])
+  assert.deepEqual(
+    sup.chart.elements.map((c) => [c.type, c.title]),
+    [
+      ['line', 'left'],
+      ['scatter', 'right'],
+    ],
+  )
+  assert.deepEqual(sup.chart.elements[0].elements[0].points, [
+    [1, 3],
+    [2, 4],
+  ])
   assert.deepEqual(img.chart, { type: 'unknown', title: 'picture', elements: [] })
   assert.equal(empty.chart, undefined)
   assert.equal('chart' in empty, false)
@@ -189,12 +247,20 @@ pd.DataFrame({"q1": [1, 2], "q2": [3, 4]}, index=["x", "y"]).plot.bar()
   assert.equal(line.chart.type, 'line')
   assert.equal(line.chart.title, 'daily')
   assert.equal(line.chart.x_scale, 'datetime')
-  assert.deepEqual(line.chart.elements.map((e) => e.label), ['a', 'b'])
+  assert.deepEqual(
+    line.chart.elements.map((e) => e.label),
+    ['a', 'b'],
+  )
   assert.deepEqual(xs(line.chart.elements[0]), ['2024-01-01T00:00:00', '2024-01-02T00:00:00', '2024-01-03T00:00:00'])
   assert.deepEqual(ys(line.chart.elements[1]), [3, 2, 1])
   assert.deepEqual(
     bars.chart.elements.map((e) => [e.label, e.value, e.group]),
-    [['x', 1, 'q1'], ['y', 2, 'q1'], ['x', 3, 'q2'], ['y', 4, 'q2']],
+    [
+      ['x', 1, 'q1'],
+      ['y', 2, 'q1'],
+      ['x', 3, 'q2'],
+      ['y', 4, 'q2'],
+    ],
   )
 })
 
@@ -215,7 +281,10 @@ ax.plot([0, 1, 2], [1, float("nan"), 3])
   assert.ok(step === 2 || step === 3, 'even steps')
   assert.equal(short.truncated, undefined)
   assert.equal(short.points.length, 10)
-  assert.deepEqual(gaps.chart.elements[0].points, [[0, 1], [2, 3]])
+  assert.deepEqual(gaps.chart.elements[0].points, [
+    [0, 1],
+    [2, 3],
+  ])
 })
 
 test('many series share a per-figure budget of 200,000 points evenly', async () => {
@@ -233,7 +302,9 @@ for i in range(40):
 })
 
 test('a figure whose artists raise on access keeps its PNG, has no chart, and prints nothing', async () => {
-  const r = await sbx.runCode(PLT + `
+  const r = await sbx.runCode(
+    PLT +
+      `
 from matplotlib.lines import Line2D
 class Hostile(Line2D):
     def get_xydata(self): raise RuntimeError("no data for you")
@@ -243,7 +314,8 @@ ax.add_line(Hostile([0, 1], [0, 1]))
 ax.get_lines()[0].get_label = lambda: 1 / 0
 fig2, ax2 = plt.subplots()
 _ = ax2.plot([1, 2])
-`)
+`,
+  )
   assert.equal(r.exitCode, 0, r.stderr)
   assert.equal(cellStderr(r.stderr), '')
   assert.equal(r.error, null)
@@ -254,17 +326,24 @@ _ = ax2.plot([1, 2])
 })
 
 test('display(fig) and a figure as the trailing expression: a chart each, each figure once', async () => {
-  const r = await sbx.runCode(PLT + `
+  const r = await sbx.runCode(
+    PLT +
+      `
 f1, ax = plt.subplots(); ax.plot([1, 2]); ax.set_title("shown")
 display(f1)
 f2, ax = plt.subplots(); ax.bar(["k"], [2]); ax.set_title("tail")
 display("text")
 f2
-`)
+`,
+  )
   assert.equal(r.exitCode, 0, r.stderr)
   assert.deepEqual(
     r.results.map((x) => [x.chart?.title ?? null, x.isMainResult, Boolean(x.png)]),
-    [['shown', false, true], [null, false, false], ['tail', true, true]],
+    [
+      ['shown', false, true],
+      [null, false, false],
+      ['tail', true, true],
+    ],
   )
   assert.equal(r.results[1].chart, undefined)
   assert.equal(r.results[2].chart.elements[0].value, 2)
@@ -274,13 +353,22 @@ test('the warm kernel gives charts too, and onResult sees them', async () => {
   const k = await sbx.kernel()
   try {
     const seen = []
-    const r = await k.runCode(PLT + 'plt.plot([1, 2, 3], [2, 4, 8]); plt.title("warm")', { onResult: (x) => seen.push(x) })
+    const r = await k.runCode(PLT + 'plt.plot([1, 2, 3], [2, 4, 8]); plt.title("warm")', {
+      onResult: (x) => seen.push(x),
+    })
     assert.equal(r.exitCode, 0, r.stderr)
     const fig = r.results.find((x) => x.png)
     assert.equal(fig.chart.type, 'line')
     assert.equal(fig.chart.title, 'warm')
-    assert.deepEqual(fig.chart.elements[0].points, [[1, 2], [2, 4], [3, 8]])
-    assert.ok(seen.some((x) => x.chart && x.chart.title === 'warm'), 'onResult got the chart')
+    assert.deepEqual(fig.chart.elements[0].points, [
+      [1, 2],
+      [2, 4],
+      [3, 8],
+    ])
+    assert.ok(
+      seen.some((x) => x.chart && x.chart.title === 'warm'),
+      'onResult got the chart',
+    )
     // The extractor is compiled once per kernel; a second figure is read the same way.
     const again = await k.runCode('fig, ax = plt.subplots(); ax.pie([1, 3]); fig')
     assert.equal(again.results.length, 1, 'the trailing figure is not captured twice')
@@ -316,7 +404,16 @@ const LINE = {
   y_ticks: [],
   y_tick_labels: [],
   y_scale: 'log',
-  elements: [{ label: 'a', points: [[0, 1], ['b', 2]], truncated: true }],
+  elements: [
+    {
+      label: 'a',
+      points: [
+        [0, 1],
+        ['b', 2],
+      ],
+      truncated: true,
+    },
+  ],
 }
 
 test('a well-formed chart is kept, rebuilt from its known fields only', () => {
@@ -325,7 +422,15 @@ test('a well-formed chart is kept, rebuilt from its known fields only', () => {
   assert.deepEqual(got.chart, LINE)
   const sup = { type: 'superchart', title: '', elements: [LINE, { type: 'unknown', title: 'u', elements: [] }] }
   assert.deepEqual(richLine(line(sup), null).result.chart, sup)
-  const bar = { type: 'bar', title: '', x_label: null, y_label: null, x_unit: null, y_unit: null, elements: [{ label: 'a', value: 1.5, group: 'g' }] }
+  const bar = {
+    type: 'bar',
+    title: '',
+    x_label: null,
+    y_label: null,
+    x_unit: null,
+    y_unit: null,
+    elements: [{ label: 'a', value: 1.5, group: 'g' }],
+  }
   assert.deepEqual(richLine(line(bar), null).result.chart, bar)
 })
 
@@ -346,7 +451,11 @@ test('a malformed chart is dropped and its result kept', () => {
     { ...LINE, elements: 'all' },
     { type: 'bar', title: '', elements: [{ label: 'a', value: '1', group: 'g' }] },
     { type: 'pie', title: '', elements: [{ label: 'a', angle: 1 }] },
-    { type: 'box_and_whisker', title: '', elements: [{ label: 'a', min: 0, first_quartile: 1, median: 2, third_quartile: 3, max: 4, outliers: ['x'] }] },
+    {
+      type: 'box_and_whisker',
+      title: '',
+      elements: [{ label: 'a', min: 0, first_quartile: 1, median: 2, third_quartile: 3, max: 4, outliers: ['x'] }],
+    },
     { type: 'superchart', title: '', elements: [{ type: 'superchart', title: '', elements: [] }] },
     { type: 'superchart', title: '', elements: [{ ...LINE, y_scale: 1 }] },
   ]
@@ -358,6 +467,9 @@ test('a malformed chart is dropped and its result kept', () => {
     assert.equal(got.result.executionCount, 3)
   }
   // Huge numbers JSON cannot hold finitely are no numbers either.
-  const inf = line({ type: 'pie', title: '', elements: [{ label: 'a', angle: 1, radius: 1 }] }).replace('"radius":1', '"radius":1e999')
+  const inf = line({ type: 'pie', title: '', elements: [{ label: 'a', angle: 1, radius: 1 }] }).replace(
+    '"radius":1',
+    '"radius":1e999',
+  )
   assert.equal(richLine(inf, null).result.chart, undefined)
 })

@@ -19,7 +19,15 @@ test('64 parallel run() calls on one Sandbox all succeed, each with its own outp
     )
     const results = await Promise.all(calls)
     const failed = results
-      .map((r, i) => ({ i, exitCode: r.exitCode, fault: r.fault, stderr: r.stderr.split('\n').filter((l) => !l.startsWith('kern:')).join('\n') }))
+      .map((r, i) => ({
+        i,
+        exitCode: r.exitCode,
+        fault: r.fault,
+        stderr: r.stderr
+          .split('\n')
+          .filter((l) => !l.startsWith('kern:'))
+          .join('\n'),
+      }))
       .filter((x) => x.exitCode !== 0 || x.fault)
     assert.deepEqual(failed, [], `${failed.length} of 64 calls failed`)
     results.forEach((r, i) => assert.equal(r.stdout, `call ${i} yes\n`))
@@ -47,19 +55,28 @@ test('parallel runCode calls with different per-call timeouts keep their own res
   }
 })
 
-test('parallel calls never report another call\'s internal large-code file', async () => {
+test("parallel calls never report another call's internal large-code file", async () => {
   // Call A (small code) runs 1.5 s; call B (large code, so its code travels as a workspace file)
   // starts while A runs and outlives it. A's files must not include B's internal code file.
   const sbx = await new Sandbox({ timeoutS: 60 }).open()
   try {
     const a = sbx.runCode('import time\ntime.sleep(1.5)\nopen("mine-a.txt", "w").write("a")')
     await sleep(300)
-    const b = sbx.runCode('#' + 'x'.repeat(130 * 1024) + '\nimport time\ntime.sleep(3)\nopen("mine-b.txt", "w").write("b")')
+    const b = sbx.runCode(
+      '#' + 'x'.repeat(130 * 1024) + '\nimport time\ntime.sleep(3)\nopen("mine-b.txt", "w").write("b")',
+    )
     const [ra, rb] = await Promise.all([a, b])
     assert.equal(ra.exitCode, 0, ra.stderr)
     assert.equal(rb.exitCode, 0, rb.stderr)
-    assert.deepEqual(ra.files.map((f) => f.path), ['mine-a.txt'], 'call A reports only its own file')
-    assert.deepEqual(rb.files.map((f) => f.path).filter((p) => p !== 'mine-a.txt'), ['mine-b.txt'])
+    assert.deepEqual(
+      ra.files.map((f) => f.path),
+      ['mine-a.txt'],
+      'call A reports only its own file',
+    )
+    assert.deepEqual(
+      rb.files.map((f) => f.path).filter((p) => p !== 'mine-a.txt'),
+      ['mine-b.txt'],
+    )
     const left = (await sbx.listFiles()).map((f) => f.path).sort()
     assert.deepEqual(left, ['mine-a.txt', 'mine-b.txt'], 'internal code files removed')
   } finally {
@@ -97,7 +114,10 @@ test('the event loop stays responsive during calls on a 10,000-file workspace', 
     for (let i = 0; i < 3; i++) {
       const [r, lag] = await withLag(() => sbx.runCode('open("d000/f000.txt", "w").write("changed")'))
       assert.equal(r.exitCode, 0)
-      assert.deepEqual(r.files.map((f) => [f.path, f.change]), [['d000/f000.txt', 'modified']])
+      assert.deepEqual(
+        r.files.map((f) => [f.path, f.change]),
+        [['d000/f000.txt', 'modified']],
+      )
       worst = Math.max(worst, lag)
     }
     const [listed, listLag] = await withLag(() => sbx.listFiles())

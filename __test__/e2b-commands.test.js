@@ -49,7 +49,10 @@ test('a non-zero exit rejects with CommandExitError carrying the result', async 
 test('onStdout/onStderr get the output as strings while it runs', async () => {
   const out = []
   const err = []
-  await sbx.commands.run('echo one; echo two >&2; printf "é"', { onStdout: (d) => out.push(d), onStderr: (d) => err.push(d) })
+  await sbx.commands.run('echo one; echo two >&2; printf "é"', {
+    onStdout: (d) => out.push(d),
+    onStderr: (d) => err.push(d),
+  })
   assert.equal(out.join(''), 'one\né')
   assert.ok(out.every((d) => typeof d === 'string'))
   assert.match(err.join(''), /two\n/)

@@ -38,12 +38,26 @@ test('write and read: text, bytes, blob, stream; absolute under /home/user or re
   assert.equal(Buffer.concat(parts).toString(), 'héllo')
   await sbx.files.write('b.bin', new Uint8Array([1, 2, 3]).buffer)
   await sbx.files.write('c.bin', new Blob(['blob data']))
-  await sbx.files.write('d.bin', new ReadableStream({ start(c) { c.enqueue(new Uint8Array([9])); c.close() } }))
+  await sbx.files.write(
+    'd.bin',
+    new ReadableStream({
+      start(c) {
+        c.enqueue(new Uint8Array([9]))
+        c.close()
+      },
+    }),
+  )
   assert.deepEqual([...fs.readFileSync(path.join(ws, 'b.bin'))], [1, 2, 3])
   assert.equal(fs.readFileSync(path.join(ws, 'c.bin'), 'utf8'), 'blob data')
   assert.deepEqual([...fs.readFileSync(path.join(ws, 'd.bin'))], [9])
-  const many = await sbx.files.write([{ path: 'm/1.txt', data: 'one' }, { path: '/home/user/m/2.txt', data: 'two' }])
-  assert.deepEqual(many.map((w) => w.path), ['/home/user/m/1.txt', '/home/user/m/2.txt'])
+  const many = await sbx.files.write([
+    { path: 'm/1.txt', data: 'one' },
+    { path: '/home/user/m/2.txt', data: 'two' },
+  ])
+  assert.deepEqual(
+    many.map((w) => w.path),
+    ['/home/user/m/1.txt', '/home/user/m/2.txt'],
+  )
   const ex = await sbx.runCode('open("/home/user/m/2.txt").read() + open("m/1.txt").read()')
   assert.equal(ex.text, "'twoone'", 'cells see the files at /home/user, their working directory')
   await sbx.runCode('open("from-cell.txt", "w").write("cell")')
@@ -58,16 +72,22 @@ test('list, exists, getInfo, makeDir, rename and remove', async () => {
   await sbx.files.write('tree/sub/f.txt', '12345')
   await sbx.files.write('tree/g.txt', 'g')
   const list = await sbx.files.list('/home/user/tree')
-  assert.deepEqual(list.map((e) => [e.name, e.type, e.path]), [
-    ['g.txt', 'file', '/home/user/tree/g.txt'],
-    ['sub', 'dir', '/home/user/tree/sub'],
-  ])
+  assert.deepEqual(
+    list.map((e) => [e.name, e.type, e.path]),
+    [
+      ['g.txt', 'file', '/home/user/tree/g.txt'],
+      ['sub', 'dir', '/home/user/tree/sub'],
+    ],
+  )
   const g = list[0]
   assert.equal(g.size, 1)
   assert.match(g.permissions, /^-rw/)
   assert.ok(g.modifiedTime instanceof Date && Math.abs(g.modifiedTime - Date.now()) < 60_000)
   const deep = await sbx.files.list('tree', { depth: 2 })
-  assert.deepEqual(deep.map((e) => e.path), ['/home/user/tree/g.txt', '/home/user/tree/sub', '/home/user/tree/sub/f.txt'])
+  assert.deepEqual(
+    deep.map((e) => e.path),
+    ['/home/user/tree/g.txt', '/home/user/tree/sub', '/home/user/tree/sub/f.txt'],
+  )
   assert.ok((await sbx.files.list('/home/user')).some((e) => e.name === 'tree'))
   assert.equal(await sbx.files.exists('tree/sub/f.txt'), true)
   assert.equal(await sbx.files.exists('tree/nope'), false)
@@ -108,7 +128,9 @@ test('links the box planted are never followed: nothing outside the workspace is
   const outside = tmpDir()
   fs.writeFileSync(path.join(outside, 'secret'), 'top secret')
   fs.mkdirSync(path.join(outside, 'd'))
-  await sbx.runCode(`import os\nos.symlink(${JSON.stringify(outside)}, "escape")\nos.symlink(${JSON.stringify(outside + '/secret')}, "leaf")`)
+  await sbx.runCode(
+    `import os\nos.symlink(${JSON.stringify(outside)}, "escape")\nos.symlink(${JSON.stringify(outside + '/secret')}, "leaf")`,
+  )
   await assert.rejects(sbx.files.read('escape/secret'), SandboxError)
   await assert.rejects(sbx.files.read('leaf'), SandboxError)
   await assert.rejects(sbx.files.list('escape'), SandboxError)

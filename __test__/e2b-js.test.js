@@ -29,7 +29,9 @@ test('language js / javascript share the default JavaScript context; its state p
 })
 
 test('TypeScript: types stripped, a context of its own; cwd is /home/user', async () => {
-  const ex = await sbx.runCode('const n: number = 21\nfunction twice(v: number): number { return v * 2 }\ntwice(n)', { language: 'ts' })
+  const ex = await sbx.runCode('const n: number = 21\nfunction twice(v: number): number { return v * 2 }\ntwice(n)', {
+    language: 'ts',
+  })
   assert.equal(ex.text, '42')
   assert.equal((await sbx.runCode('process.cwd()', { language: 'typescript' })).text, '/home/user')
   const ctx = await sbx.createCodeContext({ language: 'ts', cwd: '/home/user/tsdir' })
@@ -50,13 +52,22 @@ test('JavaScript: errors are the error (not stderr), envs for one execution, out
   assert.equal((await sbx.runCode('process.env.KST_JS', { language: 'js', envs: { KST_JS: 'set' } })).text, 'set')
   assert.equal((await sbx.runCode('process.env.KST_JS ?? "unset"', { language: 'js' })).text, 'unset')
   const out = []
-  const ex = await sbx.runCode('console.log("a\\nb"); console.error("e"); display({ "text/html": "<i>x</i>" }, { raw: true }); 7', {
-    language: 'js',
-    onStdout: (m) => out.push(m.line),
-  })
+  const ex = await sbx.runCode(
+    'console.log("a\\nb"); console.error("e"); display({ "text/html": "<i>x</i>" }, { raw: true }); 7',
+    {
+      language: 'js',
+      onStdout: (m) => out.push(m.line),
+    },
+  )
   assert.deepEqual(out, ['a\n', 'b\n'])
   assert.deepEqual(ex.logs.stderr, ['e\n'])
-  assert.deepEqual(ex.results.map((r) => [r.html, r.text, r.isMainResult]), [['<i>x</i>', undefined, false], [undefined, '7', true]])
+  assert.deepEqual(
+    ex.results.map((r) => [r.html, r.text, r.isMainResult]),
+    [
+      ['<i>x</i>', undefined, false],
+      [undefined, '7', true],
+    ],
+  )
 })
 
 test('JavaScript: timeoutMs interrupts a busy loop, the context keeps its state', async () => {
@@ -68,8 +79,14 @@ test('JavaScript: timeoutMs interrupts a busy loop, the context keeps its state'
 test('an image without node: a JavaScript context rejects, saying so', async () => {
   const s = await Sandbox.create({ envs: { PATH: '/kst-no-such-dir' } })
   try {
-    await assert.rejects(s.runCode('1', { language: 'js' }), (e) => e instanceof SandboxError && /has no node/.test(e.message))
-    await assert.rejects(s.createCodeContext({ language: 'ts' }), (e) => e instanceof SandboxError && /has no node/.test(e.message))
+    await assert.rejects(
+      s.runCode('1', { language: 'js' }),
+      (e) => e instanceof SandboxError && /has no node/.test(e.message),
+    )
+    await assert.rejects(
+      s.createCodeContext({ language: 'ts' }),
+      (e) => e instanceof SandboxError && /has no node/.test(e.message),
+    )
   } finally {
     await s.kill()
   }

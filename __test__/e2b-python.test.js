@@ -16,8 +16,10 @@ test.after(async () => {
   await sbx.kill()
 })
 
-test('!cmd runs in a shell, its output in the cell\'s stdout, with {expr} and $name from the cell', async () => {
-  const ex = await sbx.runCode('name = "kern"\nfor i in range(2):\n    !echo loop {i} $name\n!echo err >&2\nprint("after")')
+test("!cmd runs in a shell, its output in the cell's stdout, with {expr} and $name from the cell", async () => {
+  const ex = await sbx.runCode(
+    'name = "kern"\nfor i in range(2):\n    !echo loop {i} $name\n!echo err >&2\nprint("after")',
+  )
   assert.deepEqual(ex.logs.stdout, ['loop 0 kern\n', 'loop 1 kern\n', 'after\n'])
   assert.deepEqual(ex.logs.stderr, ['err\n'])
   const got = await sbx.runCode('files = !printf "a\\nb\\n"\nfiles')
@@ -49,14 +51,14 @@ test('%cd, %pwd and %env; an unknown magic is a UsageError; line numbers survive
   }
 })
 
-test('%pip install without network says so in the cell\'s stderr', async () => {
+test("%pip install without network says so in the cell's stderr", async () => {
   const ex = await sbx.runCode('%pip install requests')
   assert.equal(ex.error, undefined)
   assert.equal(ex.logs.stderr.length, 1)
   assert.match(ex.logs.stderr[0], /%pip install needs network access.*allowInternetAccess/)
 })
 
-test('an image saved with PIL\'s Image.save(path) is a result (PNG) and a file', async () => {
+test("an image saved with PIL's Image.save(path) is a result (PNG) and a file", async () => {
   const ex = await sbx.runCode(
     'from PIL import Image\nimg = Image.new("RGB", (4, 3), (255, 0, 0))\nimg.save("red.png")\nimg.save("red.jpg")\nNone',
   )
@@ -74,7 +76,7 @@ test('an image saved with PIL\'s Image.save(path) is a result (PNG) and a file',
   assert.deepEqual(toBuffer.results, [], 'a save to a file object is not shown')
 })
 
-test('a pandas DataFrame gives html, text and E2B\'s data (its columns)', async () => {
+test("a pandas DataFrame gives html, text and E2B's data (its columns)", async () => {
   const ex = await sbx.runCode(
     'import pandas as pd\npd.DataFrame({"a": [1, 2], "b": ["x", None], "t": pd.to_datetime(["2024-01-02", "2024-03-04"]), "f": [0.5, float("nan")]})',
   )
@@ -91,7 +93,7 @@ test('a pandas DataFrame gives html, text and E2B\'s data (its columns)', async 
   assert.equal(r.raw.data, r.data)
 })
 
-test('bash cells: one shell per context (state carries), in /home/user, the cell\'s envs, errors, exit, timeout', async () => {
+test("bash cells: one shell per context (state carries), in /home/user, the cell's envs, errors, exit, timeout", async () => {
   await sbx.files.write('in-home.txt', 'x')
   const ex = await sbx.runCode('pwd; ls in-home.txt; echo "$KST_B"', { language: 'bash', envs: { KST_B: 'b' } })
   assert.deepEqual(ex.logs.stdout, ['/home/user\n', 'in-home.txt\n', 'b\n'])
@@ -101,13 +103,17 @@ test('bash cells: one shell per context (state carries), in /home/user, the cell
   assert.equal(bad.error.name, 'CalledProcessError')
   assert.match(bad.error.value, /exit status 1/)
   const kept = await sbx.runCode('echo "$KST_B-${KEPT:-none}"; KEPT=yes; cd /tmp', { language: 'bash' })
-  assert.deepEqual(kept.logs.stdout, ['-none\n'], 'the cell\'s envs were for that cell only')
+  assert.deepEqual(kept.logs.stdout, ['-none\n'], "the cell's envs were for that cell only")
   const state = await sbx.runCode('echo "$KEPT $(pwd)"; f() { echo fn; }', { language: 'bash' })
   assert.deepEqual(state.logs.stdout, ['yes /tmp\n'], 'variables and the working directory carry over')
   assert.deepEqual((await sbx.runCode('f', { language: 'bash' })).logs.stdout, ['fn\n'])
   const exited = await sbx.runCode('exit 4', { language: 'bash' })
   assert.match(exited.error.value, /exit status 4/)
-  assert.deepEqual((await sbx.runCode('echo "${KEPT:-fresh}"', { language: 'bash' })).logs.stdout, ['fresh\n'], 'a fresh shell after exit')
+  assert.deepEqual(
+    (await sbx.runCode('echo "${KEPT:-fresh}"', { language: 'bash' })).logs.stdout,
+    ['fresh\n'],
+    'a fresh shell after exit',
+  )
   await assert.rejects(sbx.runCode('sleep 30', { language: 'bash', timeoutMs: 300 }), (e) => e.name === 'TimeoutError')
   assert.deepEqual((await sbx.runCode('echo after', { language: 'bash' })).logs.stdout, ['after\n'])
   const ctxs = await sbx.listCodeContexts()
@@ -155,7 +161,9 @@ test('notebook magics: %time, %ls, %matplotlib inline (no-op), %%writefile, %%ht
     assert.match(timed.logs.stdout.join(''), /Wall time: /)
     await sbx.files.write('listed/one.txt', '1')
     assert.deepEqual((await sbx.runCode('%ls listed', { context: ctx })).logs.stdout, ['one.txt\n'])
-    const setup = await sbx.runCode('%matplotlib inline\n%config InlineBackend.figure_format = "retina"\n1', { context: ctx })
+    const setup = await sbx.runCode('%matplotlib inline\n%config InlineBackend.figure_format = "retina"\n1', {
+      context: ctx,
+    })
     assert.equal(setup.error, undefined)
     assert.equal(setup.text, '1')
     const wrote = await sbx.runCode('%%writefile listed/a.py\nprint("hi")\n', { context: ctx })

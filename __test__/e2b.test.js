@@ -19,10 +19,20 @@ test.after(async () => {
   await sbx.kill()
 })
 
-test('the entry exports E2B\'s classes, its errors in E2B\'s hierarchy', () => {
+test("the entry exports E2B's classes, its errors in E2B's hierarchy", () => {
   assert.deepEqual(Object.keys(e2b).sort(), [
-    'ChartType', 'CommandExitError', 'Execution', 'ExecutionError', 'InvalidArgumentError', 'NotFoundError', 'OutputMessage',
-    'Result', 'Sandbox', 'SandboxError', 'ScaleType', 'TimeoutError',
+    'ChartType',
+    'CommandExitError',
+    'Execution',
+    'ExecutionError',
+    'InvalidArgumentError',
+    'NotFoundError',
+    'OutputMessage',
+    'Result',
+    'Sandbox',
+    'SandboxError',
+    'ScaleType',
+    'TimeoutError',
   ])
   assert.equal(e2b.ChartType, kern.ChartType)
   assert.equal(e2b.ChartType.LINE, 'line')
@@ -32,7 +42,10 @@ test('the entry exports E2B\'s classes, its errors in E2B\'s hierarchy', () => {
   assert.ok(SandboxError.prototype instanceof Error)
   assert.equal(new TimeoutError('x').name, 'TimeoutError')
   const c = new CommandExitError({ stdout: 'o', stderr: 'e', exitCode: 2, error: 'exit status 2' })
-  assert.deepEqual([c.stdout, c.stderr, c.exitCode, c.error, c.message], ['o', 'e', 2, 'exit status 2', 'exit status 2'])
+  assert.deepEqual(
+    [c.stdout, c.stderr, c.exitCode, c.error, c.message],
+    ['o', 'e', 2, 'exit status 2', 'exit status 2'],
+  )
 })
 
 test('create() gives a running sandbox with an id and its metadata; runCode("1 + 1") is 2', async () => {
@@ -68,7 +81,9 @@ test('envs of create reach cells; envs of runCode that cell only', async () => {
 
 test('Execution: logs line by line, error, executionCount, text and toJSON', async () => {
   const ctx = await sbx.createCodeContext()
-  const a = await sbx.runCode('print("a")\nprint("b", end="")\nimport sys; sys.stderr.write("e\\n")\nx = 5', { context: ctx })
+  const a = await sbx.runCode('print("a")\nprint("b", end="")\nimport sys; sys.stderr.write("e\\n")\nx = 5', {
+    context: ctx,
+  })
   assert.deepEqual(a.logs, { stdout: ['a\n', 'b'], stderr: ['e\n'] })
   assert.equal(a.executionCount, 1)
   assert.equal(a.text, undefined)
@@ -89,7 +104,7 @@ test('Execution: logs line by line, error, executionCount, text and toJSON', asy
   await sbx.removeCodeContext(ctx)
 })
 
-test('Result: E2B\'s fields, base64 images, formats(), extra, raw and toJSON', async () => {
+test("Result: E2B's fields, base64 images, formats(), extra, raw and toJSON", async () => {
   const code = [
     'class Rich:',
     '    def _repr_mimebundle_(self, include=None, exclude=None):',
@@ -119,14 +134,36 @@ test('Result: E2B\'s fields, base64 images, formats(), extra, raw and toJSON', a
   assert.deepEqual(r.extra, { 'application/x-custom': 'c' })
   assert.equal(r.data, undefined)
   assert.equal(r.chart, undefined)
-  assert.deepEqual(r.formats(), ['html', 'markdown', 'svg', 'png', 'jpeg', 'pdf', 'latex', 'json', 'javascript', 'application/x-custom'])
+  assert.deepEqual(r.formats(), [
+    'html',
+    'markdown',
+    'svg',
+    'png',
+    'jpeg',
+    'pdf',
+    'latex',
+    'json',
+    'javascript',
+    'application/x-custom',
+  ])
   assert.equal(r.raw.html, '<b>r</b>')
   assert.equal(r.raw['application/x-custom'], 'c')
   const json = r.toJSON()
   assert.equal(json.text, 'rich')
   assert.equal(json.png, r.png)
   assert.deepEqual(json.extra, { 'application/x-custom': 'c' })
-  assert.deepEqual(Object.keys(main.toJSON()).sort(), ['html', 'javascript', 'jpeg', 'json', 'latex', 'markdown', 'pdf', 'png', 'svg', 'text'])
+  assert.deepEqual(Object.keys(main.toJSON()).sort(), [
+    'html',
+    'javascript',
+    'jpeg',
+    'json',
+    'latex',
+    'markdown',
+    'pdf',
+    'png',
+    'svg',
+    'text',
+  ])
 })
 
 test('onStdout/onStderr get an OutputMessage per line; onResult and onError each value', async () => {
@@ -136,15 +173,32 @@ test('onStdout/onStderr get an OutputMessage per line; onResult and onError each
   const errors = []
   const ex = await sbx.runCode(
     'import sys\nprint("one")\nsys.stdout.write("two\\nthr")\nsys.stdout.write("ee\\n")\nprint("oops", file=sys.stderr)\ndisplay(7)\n8\n',
-    { onStdout: (m) => out.push(m), onStderr: (m) => err.push(m), onResult: (r) => results.push(r), onError: (e) => errors.push(e) },
+    {
+      onStdout: (m) => out.push(m),
+      onStderr: (m) => err.push(m),
+      onResult: (r) => results.push(r),
+      onError: (e) => errors.push(e),
+    },
   )
-  assert.deepEqual(out.map((m) => m.line), ['one\n', 'two\n', 'three\n'])
+  assert.deepEqual(
+    out.map((m) => m.line),
+    ['one\n', 'two\n', 'three\n'],
+  )
   assert.ok(out.every((m) => m instanceof OutputMessage && m.error === false))
-  assert.deepEqual(err.map((m) => [m.line, m.error]), [['oops\n', true]])
+  assert.deepEqual(
+    err.map((m) => [m.line, m.error]),
+    [['oops\n', true]],
+  )
   assert.equal(String(out[0]), 'one\n')
   const now = Date.now() * 1e6
-  assert.ok(out.every((m) => typeof m.timestamp === 'number' && Math.abs(m.timestamp - now) < 60e9), 'ns since the epoch')
-  assert.deepEqual(results.map((r) => r.text), ['7', '8'])
+  assert.ok(
+    out.every((m) => typeof m.timestamp === 'number' && Math.abs(m.timestamp - now) < 60e9),
+    'ns since the epoch',
+  )
+  assert.deepEqual(
+    results.map((r) => r.text),
+    ['7', '8'],
+  )
   assert.equal(results[1], ex.results[1], 'onResult sees the very Results of the Execution')
   assert.deepEqual(errors, [])
   const failed = await sbx.runCode('1/0', { onError: (e) => errors.push(e) })
@@ -155,11 +209,20 @@ test('onStdout/onStderr get an OutputMessage per line; onResult and onError each
 
 test('context and language together reject, as E2B does; R and Java reject clearly', async () => {
   const ctx = (await sbx.listCodeContexts()).find((c) => c.language === 'python')
-  await assert.rejects(sbx.runCode('1', { context: ctx, language: 'python' }), (e) => e instanceof InvalidArgumentError && /context or language/.test(e.message))
+  await assert.rejects(
+    sbx.runCode('1', { context: ctx, language: 'python' }),
+    (e) => e instanceof InvalidArgumentError && /context or language/.test(e.message),
+  )
   for (const language of ['r', 'java', 'R']) {
-    await assert.rejects(sbx.runCode('1', { language }), (e) => e instanceof InvalidArgumentError && /no R or Java kernel/.test(e.message))
+    await assert.rejects(
+      sbx.runCode('1', { language }),
+      (e) => e instanceof InvalidArgumentError && /no R or Java kernel/.test(e.message),
+    )
   }
-  await assert.rejects(sbx.runCode('1', { language: 'cobol' }), (e) => e instanceof InvalidArgumentError && /unsupported language 'cobol'/.test(e.message))
+  await assert.rejects(
+    sbx.runCode('1', { language: 'cobol' }),
+    (e) => e instanceof InvalidArgumentError && /unsupported language 'cobol'/.test(e.message),
+  )
   await assert.rejects(sbx.runCode(42), InvalidArgumentError)
   await assert.rejects(sbx.runCode('1', { timeoutMs: -1 }), InvalidArgumentError)
   assert.equal((await sbx.runCode('3', { requestTimeoutMs: 5 })).text, '3', 'requestTimeoutMs is accepted')
@@ -180,7 +243,7 @@ test('timeoutMs interrupts the cell with TimeoutError and the context keeps its 
   await sbx.removeCodeContext(ctx.id)
 })
 
-test('a timeoutMs past what a timer holds, or Infinity, means no deadline; a command\'s too', async () => {
+test("a timeoutMs past what a timer holds, or Infinity, means no deadline; a command's too", async () => {
   for (const timeoutMs of [Infinity, 3e9]) {
     const ex = await sbx.runCode('import time\ntime.sleep(0.2)\n7', { timeoutMs })
     assert.equal(ex.text, '7', String(timeoutMs))
@@ -193,7 +256,10 @@ test('a timed-out cell that ignores the interrupt: the error says the state is l
   const ctx = await sbx.createCodeContext({ language: 'python' })
   await sbx.runCode('kept = 41', { context: ctx })
   await assert.rejects(
-    sbx.runCode('import time\nwhile True:\n    try:\n        time.sleep(0.05)\n    except KeyboardInterrupt:\n        pass', { context: ctx, timeoutMs: 300 }),
+    sbx.runCode(
+      'import time\nwhile True:\n    try:\n        time.sleep(0.05)\n    except KeyboardInterrupt:\n        pass',
+      { context: ctx, timeoutMs: 300 },
+    ),
     (e) => e instanceof TimeoutError && /state is lost/.test(e.message),
   )
   const ex = await sbx.runCode('"kept" in globals()', { context: ctx })
@@ -202,13 +268,16 @@ test('a timed-out cell that ignores the interrupt: the error says the state is l
   await sbx.removeCodeContext(ctx.id)
 })
 
-test('kill() while a context\'s kernel is still starting returns promptly and leaves no box', async () => {
+test("kill() while a context's kernel is still starting returns promptly and leaves no box", async () => {
   const s = await Sandbox.create()
   // Every Python started in this sandbox waits 20 s before it can serve, in a `sleep` whose
   // argument is this test's own, so the box's processes can be found.
   const marker = `20.${String(Date.now()).slice(-6)}`
   await s.files.write('.deps/sitecustomize.py', `import subprocess\nsubprocess.run(['sleep', '${marker}'])\n`)
-  const starting = s.createCodeContext({ language: 'python' }).then(() => 'created', (e) => e)
+  const starting = s.createCodeContext({ language: 'python' }).then(
+    () => 'created',
+    (e) => e,
+  )
   await new Promise((r) => setTimeout(r, 500))
   const t0 = Date.now()
   await s.kill()
@@ -228,10 +297,16 @@ test('create(template, opts) and create(opts): E2B template names mean the defau
     await a.kill()
     await b.kill()
   }
-  await assert.rejects(Sandbox.create('not a valid image!'), (e) => e instanceof SandboxError && /image/.test(e.message))
+  await assert.rejects(
+    Sandbox.create('not a valid image!'),
+    (e) => e instanceof SandboxError && /image/.test(e.message),
+  )
   await assert.rejects(Sandbox.create({ timeoutMs: 0 }), InvalidArgumentError)
   await assert.rejects(Sandbox.create({ allowInternetAccess: 'yes' }), InvalidArgumentError)
-  await assert.rejects(Sandbox.create({ kern: { image: 'x' } }), (e) => e instanceof InvalidArgumentError && /kern\.image/.test(e.message))
+  await assert.rejects(
+    Sandbox.create({ kern: { image: 'x' } }),
+    (e) => e instanceof InvalidArgumentError && /kern\.image/.test(e.message),
+  )
 })
 
 test('kern options pass through; the workspace is /home/user, the working directory too', async () => {
@@ -267,10 +342,11 @@ test('setTimeout() sets the lifetime; at its end the sandbox is killed', async (
   await assert.rejects(sbx.setTimeout(-5), InvalidArgumentError)
 })
 
-test('kill() while runCode or a command is in flight rejects them with E2B\'s TimeoutError', async () => {
+test("kill() while runCode or a command is in flight rejects them with E2B's TimeoutError", async () => {
   const s = await Sandbox.create()
   await s.runCode('1')
-  const killed = (e) => e instanceof TimeoutError && /sandbox was killed while the request was in progress/.test(e.message)
+  const killed = (e) =>
+    e instanceof TimeoutError && /sandbox was killed while the request was in progress/.test(e.message)
   const inFlight = [
     assert.rejects(s.runCode('import time; time.sleep(30)'), killed),
     assert.rejects(s.commands.run('sleep 30'), killed),
@@ -285,7 +361,7 @@ test('kill() while runCode or a command is in flight rejects them with E2B\'s Ti
   await assert.rejects(s.files.read('x'), SandboxError)
 })
 
-test('a matplotlib figure\'s Result carries its PNG and its chart (E2B\'s shape)', async () => {
+test("a matplotlib figure's Result carries its PNG and its chart (E2B's shape)", async () => {
   const ex = await sbx.runCode(
     'import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [1, 4, 9], label="sq")\nplt.title("squares")\nplt.xlabel("n")\nplt.show()',
   )
@@ -295,7 +371,19 @@ test('a matplotlib figure\'s Result carries its PNG and its chart (E2B\'s shape)
   assert.equal(r.chart.type, e2b.ChartType.LINE)
   assert.equal(r.chart.title, 'squares')
   assert.equal(r.chart.x_label, 'n')
-  assert.deepEqual(r.chart.elements.map((e) => [e.label, e.points]), [['sq', [[1, 1], [2, 4], [3, 9]]]])
+  assert.deepEqual(
+    r.chart.elements.map((e) => [e.label, e.points]),
+    [
+      [
+        'sq',
+        [
+          [1, 1],
+          [2, 4],
+          [3, 9],
+        ],
+      ],
+    ],
+  )
   assert.equal(r.raw.chart, r.chart)
   assert.deepEqual(r.formats(), ['png'])
 })

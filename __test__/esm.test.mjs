@@ -2,7 +2,15 @@
 import test from 'node:test'
 import assert from 'node:assert/strict'
 import { createRequire } from 'node:module'
-import kernDefault, { Sandbox, withSandbox, runCode, ExecutionResult, SandboxError, MountRefused, version } from '../index.mjs'
+import kernDefault, {
+  Sandbox,
+  withSandbox,
+  runCode,
+  ExecutionResult,
+  SandboxError,
+  MountRefused,
+  version,
+} from '../index.mjs'
 
 const require = createRequire(import.meta.url)
 require('./helpers.js') // sets KERN_BIN
@@ -24,7 +32,10 @@ test('ESM default import is the module object', () => {
 })
 
 test('instanceof holds across the ESM and CommonJS entries', () => {
-  assert.throws(() => new Sandbox({ mounts: { '/etc': '/x' } }), (e) => e instanceof cjs.MountRefused && e instanceof SandboxError)
+  assert.throws(
+    () => new Sandbox({ mounts: { '/etc': '/x' } }),
+    (e) => e instanceof cjs.MountRefused && e instanceof SandboxError,
+  )
 })
 
 test('ESM runCode runs the README example', async () => {
@@ -41,7 +52,7 @@ test('the package resolves by its own name through its exports map (import and r
   assert.equal(require('kern-sandbox/package.json').version, '0.2.0')
 })
 
-test('kern-sandbox/e2b: the ESM entry\'s named and default exports are the CommonJS objects, and run a cell', async () => {
+test("kern-sandbox/e2b: the ESM entry's named and default exports are the CommonJS objects, and run a cell", async () => {
   const esm = await import('kern-sandbox/e2b')
   const e2bCjs = require('kern-sandbox/e2b')
   assert.equal(require.resolve('kern-sandbox/e2b'), require.resolve('../e2b.js'))

@@ -5,7 +5,18 @@ const test = require('node:test')
 const assert = require('node:assert/strict')
 const fs = require('node:fs')
 const path = require('node:path')
-const { kern, realKern, tmpDir, rand, sessionDirs, fakeKern, sandboxWith, wrapKern, procsMatching, waitFor } = require('./helpers')
+const {
+  kern,
+  realKern,
+  tmpDir,
+  rand,
+  sessionDirs,
+  fakeKern,
+  sandboxWith,
+  wrapKern,
+  procsMatching,
+  waitFor,
+} = require('./helpers')
 
 const { Sandbox, SandboxError } = kern
 
@@ -47,7 +58,9 @@ test('README: runCode node on node:20-slim', async () => {
 })
 
 test('node code is evaluated (-e), not just syntax-checked', async () => {
-  const r = await sbx.runCode('require("fs").writeFileSync("from-node.txt", "n"); process.exitCode = 4', { language: 'node' })
+  const r = await sbx.runCode('require("fs").writeFileSync("from-node.txt", "n"); process.exitCode = 4', {
+    language: 'node',
+  })
   assert.equal(r.exitCode, 4, r.stderr)
   assert.equal((await sbx.readFile('from-node.txt')).toString(), 'n')
   // The names `node -e` code finds, as 0.1.x ran it.
@@ -76,7 +89,9 @@ test('run() takes an argv array, no shell', async () => {
 })
 
 test('the box runs in /workspace with the session env and PYTHONPATH', async () => {
-  const r = await sbx.runCode('import os\nprint(os.getcwd())\nprint(os.environ["GREETING"])\nprint(os.environ["PYTHONPATH"])')
+  const r = await sbx.runCode(
+    'import os\nprint(os.getcwd())\nprint(os.environ["GREETING"])\nprint(os.environ["PYTHONPATH"])',
+  )
   assert.equal(r.stdout, '/workspace\nhello from env\n/workspace/.deps\n', r.stderr)
 })
 
@@ -88,14 +103,23 @@ test('files persist across calls, memory does not', async () => {
 
 test('runCode: code over 128 KiB runs through a workspace file that is removed and not reported', async () => {
   const filler = '#' + 'y'.repeat(200 * 1024) + '\n'
-  const code = filler + 'open("big-ran.txt", "w").write("ok")\nprint(len(open(__file__).read()) if "__file__" in dir() else "nofile")'
+  const code =
+    filler +
+    'open("big-ran.txt", "w").write("ok")\nprint(len(open(__file__).read()) if "__file__" in dir() else "nofile")'
   assert.ok(Buffer.byteLength(code) > 128 * 1024)
   const r = await sbx.runCode(code)
   assert.equal(r.exitCode, 0, r.stderr)
   assert.equal(r.fault, null)
-  assert.deepEqual(r.files.map((f) => f.path), ['big-ran.txt'], 'only the code\'s own file is reported')
+  assert.deepEqual(
+    r.files.map((f) => f.path),
+    ['big-ran.txt'],
+    "only the code's own file is reported",
+  )
   const listed = (await sbx.listFiles()).map((f) => f.path)
-  assert.ok(!listed.some((p) => p !== 'big-ran.txt' && p !== 'state.txt' && p !== 'from-node.txt'), `leftover: ${listed}`)
+  assert.ok(
+    !listed.some((p) => p !== 'big-ran.txt' && p !== 'state.txt' && p !== 'from-node.txt'),
+    `leftover: ${listed}`,
+  )
   const onDisk = fs.readdirSync(sbx.workspacePath)
   assert.ok(!onDisk.some((n) => n.startsWith('.cell')), `cell file left: ${onDisk}`)
 })
@@ -199,7 +223,7 @@ test('a failing setup throws SandboxError and leaves no temp dir behind', async 
   await s.close()
 })
 
-test('a setup failure message carries the setup\'s own error, not kern\'s host warnings', async () => {
+test("a setup failure message carries the setup's own error, not kern's host warnings", async () => {
   // kern prints a long `kern: warning: --memory is not enforced ...` line on every box on hosts
   // without cgroup delegation; the message must still show what the setup command said.
   const s = new Sandbox({ setup: 'echo setup-broke >&2; exit 7' })
@@ -232,7 +256,9 @@ test('env values reach the box exactly, or are refused: never silently altered',
   let r
   try {
     await s.open()
-    r = await s.runCode('import os, json\nprint(json.dumps({k: os.environ.get(k) for k in ' + JSON.stringify(Object.keys(env)) + '}))')
+    r = await s.runCode(
+      'import os, json\nprint(json.dumps({k: os.environ.get(k) for k in ' + JSON.stringify(Object.keys(env)) + '}))',
+    )
   } catch (e) {
     assert.ok(e instanceof SandboxError, `refusal must be a SandboxError, got ${e}`)
     return
@@ -291,7 +317,8 @@ test('mounts: a ro mount is readable but not writable, a rw mount writes through
 
 test('depsReadonly: setup deps are importable but read-only in run boxes', async () => {
   const setup = 'mkdir -p /workspace/.deps/kstmod && echo "VALUE = 42" > /workspace/.deps/kstmod/__init__.py'
-  const code = 'import kstmod\nprint(kstmod.VALUE)\ntry:\n    open("/workspace/.deps/kstmod/__init__.py", "w").write("VALUE = 666")\n    print("poisoned")\nexcept OSError:\n    print("refused")'
+  const code =
+    'import kstmod\nprint(kstmod.VALUE)\ntry:\n    open("/workspace/.deps/kstmod/__init__.py", "w").write("VALUE = 666")\n    print("poisoned")\nexcept OSError:\n    print("refused")'
   const ro = await new Sandbox({ setup, depsReadonly: true }).open()
   try {
     const r = await ro.runCode(code)

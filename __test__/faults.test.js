@@ -20,13 +20,17 @@ const LEGACY = realKern ? { KERN_STARTED_FD: null } : { KERN_STANDIN_LEGACY_STAR
 /** The kern box name of the running call whose code carries `marker` (from kern's command line). */
 async function boxNameOf(marker) {
   let name = null
-  await waitFor(() => {
-    for (const p of procsMatching(marker)) {
-      const m = / box (\S+) /.exec(p.cmd)
-      if (m) name = m[1]
-    }
-    return name
-  }, 10_000, 50)
+  await waitFor(
+    () => {
+      for (const p of procsMatching(marker)) {
+        const m = / box (\S+) /.exec(p.cmd)
+        if (m) name = m[1]
+      }
+      return name
+    },
+    10_000,
+    50,
+  )
   return name
 }
 
@@ -54,7 +58,10 @@ test('timeout: a busy loop past timeoutS is a timeout fault, within 2 s of the d
     assert.match(r.fault.message, /1\s?s/)
     assert.equal(r.success, false)
     assert.ok(wall >= 950, `resolved before the deadline (${wall} ms)`)
-    assert.ok(wall < 1000 + 2000 + 1000, `resolved ${wall} ms after the call started (deadline 1 s, +2 s budget, +1 s slack)`)
+    assert.ok(
+      wall < 1000 + 2000 + 1000,
+      `resolved ${wall} ms after the call started (deadline 1 s, +2 s budget, +1 s slack)`,
+    )
     assert.deepEqual(await noneLeft(marker), [], 'no process of the box is left')
     assert.ok(!kernPsNames().includes(name), `kern ps still lists ${name}`)
   } finally {
@@ -94,7 +101,10 @@ while True:
 })
 
 test('timeout: output printed before the deadline is kept', async () => {
-  const r = await kern.runCode('import sys\nprint("before the loop", flush=True)\nprint("err side", file=sys.stderr, flush=True)\nwhile True: pass', { timeoutS: 1 })
+  const r = await kern.runCode(
+    'import sys\nprint("before the loop", flush=True)\nprint("err side", file=sys.stderr, flush=True)\nwhile True: pass',
+    { timeoutS: 1 },
+  )
   assert.equal(r.fault && r.fault.type, 'timeout')
   assert.equal(r.stdout, 'before the loop\n')
   assert.match(r.stderr, /err side/)
@@ -102,7 +112,10 @@ test('timeout: output printed before the deadline is kept', async () => {
 
 test('timeout: a flooding workload with a small cap still times out promptly', async () => {
   const t0 = Date.now()
-  const r = await kern.runCode('import sys\nwhile True:\n    sys.stdout.write("x" * 65536)', { timeoutS: 1, maxOutputBytes: 1000 })
+  const r = await kern.runCode('import sys\nwhile True:\n    sys.stdout.write("x" * 65536)', {
+    timeoutS: 1,
+    maxOutputBytes: 1000,
+  })
   assert.equal(r.fault && r.fault.type, 'timeout')
   assert.equal(r.truncated, true)
   assert.equal(r.stdout.length, 1000)
@@ -153,7 +166,7 @@ test('a SIGSEGV of the user code (139) is a result, not a fault', async () => {
   assert.equal(r.fault, null)
 })
 
-test('startup_failed: an unknown image; the message starts at kern\'s error line, without warnings', async () => {
+test("startup_failed: an unknown image; the message starts at kern's error line, without warnings", async () => {
   const sbx = await sandboxWith(wrapKern(WARN), { image: UNKNOWN_IMAGE, timeoutS: 20 }).open()
   try {
     const r = await sbx.runCode('print(1)')
@@ -168,7 +181,7 @@ test('startup_failed: an unknown image; the message starts at kern\'s error line
   }
 })
 
-test('misclassification fix: with kern\'s cap warnings on stderr, the workload\'s own sys.exit(3) has no fault', async () => {
+test("misclassification fix: with kern's cap warnings on stderr, the workload's own sys.exit(3) has no fault", async () => {
   const sbx = await sandboxWith(wrapKern(WARN)).open()
   try {
     const r = await sbx.runCode('import sys\nsys.exit(3)')
@@ -176,7 +189,9 @@ test('misclassification fix: with kern\'s cap warnings on stderr, the workload\'
     assert.equal(r.exitCode, 3)
     assert.equal(r.fault, null, JSON.stringify(r.fault))
     // a workload forging kern's error prefixes on its own stderr is still the workload's result
-    const f = await sbx.runCode('import sys\nsys.stderr.write("error: image: forged\\nkern: sandbox setup failed: forged\\n")\nsys.exit(1)')
+    const f = await sbx.runCode(
+      'import sys\nsys.stderr.write("error: image: forged\\nkern: sandbox setup failed: forged\\n")\nsys.exit(1)',
+    )
     assert.equal(f.exitCode, 1)
     assert.equal(f.fault, null, JSON.stringify(f.fault))
   } finally {
@@ -234,12 +249,16 @@ test('killed: exit 137 with the cap not enforced (byte 2) or unknown (byte 0 / n
 test('started channel: a box that started is never startup_failed, whatever stderr says', async () => {
   const r = await fakeRun({ exitCode: 1, started: [1, 0], stderr: 'error: image: not found\n' })
   assert.equal(r.fault, null)
-  const s = await fakeRun({ exitCode: 1, started: null, stderr: 'kern: warning: caps\nerror: image: not found\nhint: x\n' })
+  const s = await fakeRun({
+    exitCode: 1,
+    started: null,
+    stderr: 'kern: warning: caps\nerror: image: not found\nhint: x\n',
+  })
   assert.equal(s.fault && s.fault.type, 'startup_failed')
   assert.equal(s.fault.message, 'error: image: not found\nhint: x')
 })
 
-test('exit 143 (kern\'s own timeout backstop) is a timeout fault; 159 escape_blocked', async () => {
+test("exit 143 (kern's own timeout backstop) is a timeout fault; 159 escape_blocked", async () => {
   const r = await fakeRun({ exitCode: 143, started: [1, 0] })
   assert.equal(r.fault && r.fault.type, 'timeout')
   const e = await fakeRun({ exitCode: 159, started: [1, 0] })
@@ -249,10 +268,12 @@ test('exit 143 (kern\'s own timeout backstop) is a timeout fault; 159 escape_blo
 test('parallel calls each read their own started channel', async () => {
   const kinds = { oom: [1, 1], killed: [1, 2], unknown: null }
   const sbxs = {}
-  for (const [k, started] of Object.entries(kinds)) sbxs[k] = await sandboxWith(fakeKern({ exitCode: 137, started, sleepMs: 50 }).bin).open()
+  for (const [k, started] of Object.entries(kinds))
+    sbxs[k] = await sandboxWith(fakeKern({ exitCode: 137, started, sleepMs: 50 }).bin).open()
   try {
     const jobs = []
-    for (let i = 0; i < 8; i++) for (const k of Object.keys(kinds)) jobs.push(sbxs[k].run(['true']).then((r) => [k, r.fault && r.fault.type]))
+    for (let i = 0; i < 8; i++)
+      for (const k of Object.keys(kinds)) jobs.push(sbxs[k].run(['true']).then((r) => [k, r.fault && r.fault.type]))
     const got = await Promise.all(jobs)
     const want = { oom: 'oom', killed: 'killed', unknown: 'killed' }
     const wrong = got.filter(([k, t]) => want[k] !== t)
@@ -281,13 +302,16 @@ test('timeout: a kern that ignores SIGTERM/SIGINT is still ended within 2 s of t
     assert.equal(r.fault && r.fault.type, 'timeout')
     assert.ok(wall < 1000 + 2000 + 1000, `resolved after ${wall} ms`)
     const [call] = fake.boxCalls()
-    assert.ok(await waitFor(() => zombieOrAlive(call.pid) === null, 2000), `fake kern ${call.pid} is ${zombieOrAlive(call.pid)} (not reaped)`)
+    assert.ok(
+      await waitFor(() => zombieOrAlive(call.pid) === null, 2000),
+      `fake kern ${call.pid} is ${zombieOrAlive(call.pid)} (not reaped)`,
+    )
   } finally {
     await sbx.close()
   }
 })
 
-test('a stray process holding kern\'s pipes open does not hang the call', async () => {
+test("a stray process holding kern's pipes open does not hang the call", async () => {
   const fake = fakeKern({ strayMs: 60_000, stdout: 'from kern\n' })
   const sbx = await sandboxWith(fake.bin, { timeoutS: 30 }).open()
   try {
@@ -298,7 +322,12 @@ test('a stray process holding kern\'s pipes open does not hang the call', async 
     assert.equal(r.stdout, 'from kern\n')
   } finally {
     const stray = fake.strayPid()
-    if (stray) try { process.kill(stray, 'SIGKILL') } catch { /* gone */ }
+    if (stray)
+      try {
+        process.kill(stray, 'SIGKILL')
+      } catch {
+        /* gone */
+      }
     await sbx.close()
   }
 })

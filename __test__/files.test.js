@@ -113,17 +113,24 @@ test('listFiles: regular files only, .deps and symlinks excluded, subdir works',
     await s.writeFile('.deps/pkg/mod.py', 'x = 1')
     await s.run(['sh', '-c', 'ln -s one.txt link.txt && ln -s /etc etclink && mkfifo fifo && ln -s /etc dir/esc'])
     const all = await s.listFiles()
-    assert.deepEqual(
-      all.map((f) => [f.path, f.size]).sort(),
-      [['dir/two.txt', 2], ['one.txt', 1]],
-    )
+    assert.deepEqual(all.map((f) => [f.path, f.size]).sort(), [
+      ['dir/two.txt', 2],
+      ['one.txt', 1],
+    ])
     for (const f of all) assert.equal(typeof f.change, 'string')
     const sub = await s.listFiles('dir')
-    assert.deepEqual(sub.map((f) => f.path), ['dir/two.txt'])
+    assert.deepEqual(
+      sub.map((f) => f.path),
+      ['dir/two.txt'],
+    )
     await assert.rejects(s.listFiles('../'), SandboxError)
     // a symlinked subdir is refused as readFile/writeFile refuse one, naming the path
     for (const p of ['etclink', 'dir/esc', 'dir/esc/ssl']) {
-      await assert.rejects(s.listFiles(p), (e) => e instanceof SandboxError && e.message.includes(JSON.stringify(p)) && /symlink/.test(e.message), p)
+      await assert.rejects(
+        s.listFiles(p),
+        (e) => e instanceof SandboxError && e.message.includes(JSON.stringify(p)) && /symlink/.test(e.message),
+        p,
+      )
     }
   } finally {
     await s.close()
@@ -139,7 +146,10 @@ test('listFiles of a subdir that does not exist (yet) is [] as in 0.1.1', async 
     assert.deepEqual(await s.listFiles('out'), [])
     assert.deepEqual(await s.listFiles('no/such/dir'), [])
     await s.runCode('import os\nos.makedirs("out")\nopen("out/r.txt", "w").write("r")')
-    assert.deepEqual((await s.listFiles('out')).map((f) => f.path), ['out/r.txt'])
+    assert.deepEqual(
+      (await s.listFiles('out')).map((f) => f.path),
+      ['out/r.txt'],
+    )
   } finally {
     await s.close()
   }
@@ -192,7 +202,10 @@ test('result.files of overlapping calls: each sees what changed while it ran', a
     const slow = s.run(['sh', '-c', 'echo 1 > slow.txt; sleep 1'])
     await new Promise((res) => setTimeout(res, 300))
     const fast = await s.run(['sh', '-c', 'echo 2 > fast.txt'])
-    assert.deepEqual(fast.files.map((f) => f.path), ['fast.txt'])
+    assert.deepEqual(
+      fast.files.map((f) => f.path),
+      ['fast.txt'],
+    )
     const r = await slow
     assert.deepEqual(r.files.map((f) => f.path).sort(), ['fast.txt', 'slow.txt'])
   } finally {

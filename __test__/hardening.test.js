@@ -36,11 +36,14 @@ test('securityProfile: "untrusted" is accepted and hardens the box; anything els
   for (const bad of ['strict', 'UNTRUSTED', '', '--net', 'untrusted ']) {
     assert.throws(() => new Sandbox({ securityProfile: bad }), SandboxError, JSON.stringify(bad))
   }
-  const r = await kern.runCode('grep CapEff /proc/self/status; touch /root-write-test 2>/dev/null && echo wrote || echo read-only; echo ok > /workspace/w.txt && echo ws-ok', {
-    language: 'bash',
-    securityProfile: 'untrusted',
-    capDrop: [],
-  })
+  const r = await kern.runCode(
+    'grep CapEff /proc/self/status; touch /root-write-test 2>/dev/null && echo wrote || echo read-only; echo ok > /workspace/w.txt && echo ws-ok',
+    {
+      language: 'bash',
+      securityProfile: 'untrusted',
+      capDrop: [],
+    },
+  )
   assert.equal(r.exitCode, 0, r.stderr)
   assert.equal(capEff(r.stdout), 0n)
   assert.match(r.stdout, /read-only/)

@@ -37,7 +37,9 @@ if (!fs.existsSync(kernBin)) {
 process.env.KERN_BIN = kernBin
 
 /** Skip reason for tests that need the stand-in's argv log. */
-const STANDIN_ONLY = realKern ? 'records argv through the kern stand-in (KERN_STANDIN_ARGV_LOG); KERN_BIN is a real kern' : false
+const STANDIN_ONLY = realKern
+  ? 'records argv through the kern stand-in (KERN_STANDIN_ARGV_LOG); KERN_BIN is a real kern'
+  : false
 
 const kern = require(repo)
 

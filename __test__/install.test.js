@@ -30,9 +30,11 @@ let packed
 let deps
 let project
 
-test('pack: the main package and this host\'s platform package', { skip }, () => {
+test("pack: the main package and this host's platform package", { skip }, () => {
   packed = pack({ artifacts: repo, out: path.join(root, 'tarballs'), targets: [host] })
-  const manifest = JSON.parse(cp.execFileSync('tar', ['-xzOf', packed.main.file, 'package/package.json'], { encoding: 'utf8' }))
+  const manifest = JSON.parse(
+    cp.execFileSync('tar', ['-xzOf', packed.main.file, 'package/package.json'], { encoding: 'utf8' }),
+  )
   assert.deepEqual(manifest.optionalDependencies, Object.fromEntries(targets.map((t) => [t.packageName, pkg.version])))
   assert.deepEqual(manifest.dependencies, pkg.dependencies)
   assert.ok(packed.main.files.includes('binding.js'))
@@ -40,18 +42,28 @@ test('pack: the main package and this host\'s platform package', { skip }, () =>
   assert.deepEqual(packed.platforms[0].files.sort(), ['README.md', host.nodeFile, 'package.json'].sort())
 })
 
-test('npm install --offline from the tarballs (ours and our two dependencies): nothing else fetched, the right binary in place', { skip }, () => {
-  project = emptyProject('consumer')
-  deps = dependencyTarballs(path.join(root, 'tarballs'))
-  npm(['install', packed.main.file, packed.platforms[0].file, ...deps.map((d) => d.file)], project)
-  const names = [pkg.name, host.packageName, ...deps.map((d) => d.name)].sort()
-  const installed = fs.readdirSync(path.join(project, 'node_modules')).filter((n) => !n.startsWith('.'))
-  assert.deepEqual(installed.sort(), names, 'the install pulled in something else')
-  const lock = JSON.parse(fs.readFileSync(path.join(project, 'package-lock.json'), 'utf8'))
-  assert.deepEqual(Object.keys(lock.packages).filter(Boolean).sort(), names.map((n) => `node_modules/${n}`))
-  assert.ok(fs.existsSync(path.join(project, 'node_modules', host.packageName, host.nodeFile)))
-  assert.ok(!fs.existsSync(path.join(project, 'node_modules', pkg.name, host.nodeFile)), 'the main package carries a binary')
-})
+test(
+  'npm install --offline from the tarballs (ours and our two dependencies): nothing else fetched, the right binary in place',
+  { skip },
+  () => {
+    project = emptyProject('consumer')
+    deps = dependencyTarballs(path.join(root, 'tarballs'))
+    npm(['install', packed.main.file, packed.platforms[0].file, ...deps.map((d) => d.file)], project)
+    const names = [pkg.name, host.packageName, ...deps.map((d) => d.name)].sort()
+    const installed = fs.readdirSync(path.join(project, 'node_modules')).filter((n) => !n.startsWith('.'))
+    assert.deepEqual(installed.sort(), names, 'the install pulled in something else')
+    const lock = JSON.parse(fs.readFileSync(path.join(project, 'package-lock.json'), 'utf8'))
+    assert.deepEqual(
+      Object.keys(lock.packages).filter(Boolean).sort(),
+      names.map((n) => `node_modules/${n}`),
+    )
+    assert.ok(fs.existsSync(path.join(project, 'node_modules', host.packageName, host.nodeFile)))
+    assert.ok(
+      !fs.existsSync(path.join(project, 'node_modules', pkg.name, host.nodeFile)),
+      'the main package carries a binary',
+    )
+  },
+)
 
 test('require, ESM import and runCode work from the installed package', { skip }, () => {
   assert.ok(fs.existsSync(kernBin), `no kern to run against: ${kernBin} (set KERN_BIN or npm run build:standin)`)
@@ -83,10 +95,13 @@ console.log(JSON.stringify({ resolved: import.meta.resolve('kern-sandbox'), same
   assert.deepEqual([e.same, e.version, e.stdout, e.success], [true, pkg.version, '42\n', true])
 })
 
-test('kern-sandbox/e2b works from the installed package: require and import, a cell, a file, a command', { skip }, () => {
-  fs.writeFileSync(
-    path.join(project, 'e2b.js'),
-    `const { Sandbox, CommandExitError } = require('kern-sandbox/e2b')
+test(
+  'kern-sandbox/e2b works from the installed package: require and import, a cell, a file, a command',
+  { skip },
+  () => {
+    fs.writeFileSync(
+      path.join(project, 'e2b.js'),
+      `const { Sandbox, CommandExitError } = require('kern-sandbox/e2b')
 ;(async () => {
   const sbx = await Sandbox.create()
   const ex = await sbx.runCode('x = 6 * 7\\nprint("printed")\\nx')
@@ -95,32 +110,38 @@ test('kern-sandbox/e2b works from the installed package: require and import, a c
   await sbx.kill()
   console.log(JSON.stringify({ resolved: require.resolve('kern-sandbox/e2b'), text: ex.text, stdout: ex.logs.stdout, cmd: cmd.stdout, exitError: typeof CommandExitError }))
 })()`,
-  )
-  fs.writeFileSync(
-    path.join(project, 'e2b.mjs'),
-    `import { Sandbox } from 'kern-sandbox/e2b'
+    )
+    fs.writeFileSync(
+      path.join(project, 'e2b.mjs'),
+      `import { Sandbox } from 'kern-sandbox/e2b'
 import e2b from 'kern-sandbox/e2b'
 const sbx = await Sandbox.create()
 const ex = await sbx.runCode('!echo shell escape')
 await sbx.kill()
 console.log(JSON.stringify({ resolved: import.meta.resolve('kern-sandbox/e2b'), same: e2b.Sandbox === Sandbox, stdout: ex.logs.stdout }))`,
-  )
-  const cjs = node(['e2b.js'], project, { KERN_BIN: kernBin })
-  assert.equal(cjs.status, 0, cjs.stderr)
-  const c = JSON.parse(cjs.stdout)
-  assert.equal(c.resolved, path.join(project, 'node_modules', pkg.name, 'e2b.js'))
-  assert.deepEqual([c.text, c.stdout, c.cmd, c.exitError], ['42', ['printed\n'], 'from the host', 'function'])
-  const esm = node(['e2b.mjs'], project, { KERN_BIN: kernBin })
-  assert.equal(esm.status, 0, esm.stderr)
-  const e = JSON.parse(esm.stdout)
-  assert.equal(e.resolved, `file://${path.join(project, 'node_modules', pkg.name, 'e2b.mjs')}`)
-  assert.deepEqual([e.same, e.stdout], [true, ['shell escape\n']])
-})
+    )
+    const cjs = node(['e2b.js'], project, { KERN_BIN: kernBin })
+    assert.equal(cjs.status, 0, cjs.stderr)
+    const c = JSON.parse(cjs.stdout)
+    assert.equal(c.resolved, path.join(project, 'node_modules', pkg.name, 'e2b.js'))
+    assert.deepEqual([c.text, c.stdout, c.cmd, c.exitError], ['42', ['printed\n'], 'from the host', 'function'])
+    const esm = node(['e2b.mjs'], project, { KERN_BIN: kernBin })
+    assert.equal(esm.status, 0, esm.stderr)
+    const e = JSON.parse(esm.stdout)
+    assert.equal(e.resolved, `file://${path.join(project, 'node_modules', pkg.name, 'e2b.mjs')}`)
+    assert.deepEqual([e.same, e.stdout], [true, ['shell escape\n']])
+  },
+)
 
-test('TypeScript finds the installed types (nodenext: both entries; node10: the top-level "types")', { skip }, async () => {
-  const tsc = require.resolve('typescript/bin/tsc')
-  const tsMajor = Number(require('typescript').version.split('.')[0])
-  fs.writeFileSync(path.join(project, 'use.ts'), `import kern = require('kern-sandbox')
+test(
+  'TypeScript finds the installed types (nodenext: both entries; node10: the top-level "types")',
+  { skip },
+  async () => {
+    const tsc = require.resolve('typescript/bin/tsc')
+    const tsMajor = Number(require('typescript').version.split('.')[0])
+    fs.writeFileSync(
+      path.join(project, 'use.ts'),
+      `import kern = require('kern-sandbox')
 import { Sandbox, type SandboxFaultType } from 'kern-sandbox'
 export async function f(): Promise<SandboxFaultType | undefined> {
   await using sbx = await new Sandbox({ securityProfile: 'untrusted' }).open()
@@ -128,50 +149,87 @@ export async function f(): Promise<SandboxFaultType | undefined> {
   await sbx.readFile('x', { maxBytes: 1 })
   return r.fault?.type
 }
-`)
-  fs.writeFileSync(path.join(project, 'use.mts'), `import kern, { runCode } from 'kern-sandbox'
+`,
+    )
+    fs.writeFileSync(
+      path.join(project, 'use.mts'),
+      `import kern, { runCode } from 'kern-sandbox'
 const r = await runCode('print(1)')
 export const ok: boolean = r.success && kern.version.length > 0
-`)
-  fs.writeFileSync(path.join(project, 'use-e2b.mts'), `import { Sandbox, CommandExitError, type Execution } from 'kern-sandbox/e2b'
+`,
+    )
+    fs.writeFileSync(
+      path.join(project, 'use-e2b.mts'),
+      `import { Sandbox, CommandExitError, type Execution } from 'kern-sandbox/e2b'
 const sbx = await Sandbox.create({ timeoutMs: 60_000 })
 const ex: Execution = await sbx.runCode('1 + 1', { onStdout: (m) => console.log(m.line) })
 export const text: string | undefined = ex.text
 export const isExit = (e: unknown): boolean => e instanceof CommandExitError && e.exitCode !== 0
 await sbx.kill()
-`)
-  fs.writeFileSync(path.join(project, 'use-e2b.cts'), `import e2b = require('kern-sandbox/e2b')
+`,
+    )
+    fs.writeFileSync(
+      path.join(project, 'use-e2b.cts'),
+      `import e2b = require('kern-sandbox/e2b')
 export const create = (): Promise<e2b.Sandbox> => e2b.Sandbox.create('code-interpreter-v1', { allowInternetAccess: false })
-`)
-  const typeRoots = [path.join(repo, 'node_modules', '@types')]
-  // skipLibCheck: index.d.ts itself is checked by types/types.test.js; here only resolution and use.
-  const base = { strict: true, noEmit: true, skipLibCheck: true, target: 'es2022', lib: ['es2022', 'esnext.disposable'], types: ['node'], typeRoots }
-  const configs = {
-    nodenext: { compilerOptions: { ...base, module: 'nodenext', moduleResolution: 'nodenext' }, files: ['use.ts', 'use.mts', 'use-e2b.mts', 'use-e2b.cts'] },
-    node10: {
-      compilerOptions: { ...base, module: 'commonjs', moduleResolution: 'node10', esModuleInterop: true, ...(tsMajor >= 6 ? { ignoreDeprecations: '6.0' } : {}) },
-      files: ['use.ts'],
-    },
-  }
-  // Both at once: two cores, two compilers.
-  const runs = Object.entries(configs).map(([name, config]) => {
-    const file = path.join(project, `tsconfig.${name}.json`)
-    fs.writeFileSync(file, JSON.stringify(config))
-    return new Promise((resolve) => {
-      cp.execFile(process.execPath, [tsc, '-p', file, '--pretty', 'false'], { cwd: project }, (err, stdout, stderr) => {
-        resolve({ name, code: err ? err.code : 0, out: `${stdout}${stderr}` })
+`,
+    )
+    const typeRoots = [path.join(repo, 'node_modules', '@types')]
+    // skipLibCheck: index.d.ts itself is checked by types/types.test.js; here only resolution and use.
+    const base = {
+      strict: true,
+      noEmit: true,
+      skipLibCheck: true,
+      target: 'es2022',
+      lib: ['es2022', 'esnext.disposable'],
+      types: ['node'],
+      typeRoots,
+    }
+    const configs = {
+      nodenext: {
+        compilerOptions: { ...base, module: 'nodenext', moduleResolution: 'nodenext' },
+        files: ['use.ts', 'use.mts', 'use-e2b.mts', 'use-e2b.cts'],
+      },
+      node10: {
+        compilerOptions: {
+          ...base,
+          module: 'commonjs',
+          moduleResolution: 'node10',
+          esModuleInterop: true,
+          ...(tsMajor >= 6 ? { ignoreDeprecations: '6.0' } : {}),
+        },
+        files: ['use.ts'],
+      },
+    }
+    // Both at once: two cores, two compilers.
+    const runs = Object.entries(configs).map(([name, config]) => {
+      const file = path.join(project, `tsconfig.${name}.json`)
+      fs.writeFileSync(file, JSON.stringify(config))
+      return new Promise((resolve) => {
+        cp.execFile(
+          process.execPath,
+          [tsc, '-p', file, '--pretty', 'false'],
+          { cwd: project },
+          (err, stdout, stderr) => {
+            resolve({ name, code: err ? err.code : 0, out: `${stdout}${stderr}` })
+          },
+        )
       })
     })
-  })
-  for (const r of await Promise.all(runs)) assert.equal(r.code, 0, `tsc (${r.name}):\n${r.out}`)
-})
+    for (const r of await Promise.all(runs)) assert.equal(r.code, 0, `tsc (${r.name}):\n${r.out}`)
+  },
+)
 
-test('installed without the platform package (--omit=optional): require fails with the loader\'s message', { skip }, () => {
-  const bare = emptyProject('bare')
-  npm(['install', '--omit=optional', packed.main.file, ...deps.map((d) => d.file)], bare)
-  assert.ok(!fs.existsSync(path.join(bare, 'node_modules', host.packageName)))
-  const r = node(['-e', "require('kern-sandbox')"], bare)
-  assert.notEqual(r.status, 0)
-  assert.match(r.stderr, new RegExp(`no native binary loads on linux-${process.arch}`))
-  assert.ok(r.stderr.includes(`optional dependency ${host.packageName}@${pkg.version}`), r.stderr)
-})
+test(
+  "installed without the platform package (--omit=optional): require fails with the loader's message",
+  { skip },
+  () => {
+    const bare = emptyProject('bare')
+    npm(['install', '--omit=optional', packed.main.file, ...deps.map((d) => d.file)], bare)
+    assert.ok(!fs.existsSync(path.join(bare, 'node_modules', host.packageName)))
+    const r = node(['-e', "require('kern-sandbox')"], bare)
+    assert.notEqual(r.status, 0)
+    assert.match(r.stderr, new RegExp(`no native binary loads on linux-${process.arch}`))
+    assert.ok(r.stderr.includes(`optional dependency ${host.packageName}@${pkg.version}`), r.stderr)
+  },
+)

@@ -27,7 +27,9 @@ test('kernel({ language }) starts a node kernel whose state persists; aliases re
   assert.ok(k instanceof Kernel)
   assert.equal(k.language, 'javascript')
   assert.equal(k.alive, true)
-  let r = await k.runCode('const a = 40\nlet b = 2\nvar c = "c"\nfunction add(x, y) { return x + y }\nclass Box { constructor(v) { this.v = v } }')
+  let r = await k.runCode(
+    'const a = 40\nlet b = 2\nvar c = "c"\nfunction add(x, y) { return x + y }\nclass Box { constructor(v) { this.v = v } }',
+  )
   assert.equal(r.exitCode, 0, r.stderr)
   assert.deepEqual(r.results, [])
   r = await k.runCode('add(a, b) + c + new Box(1).v')
@@ -46,7 +48,9 @@ test('kernel({ language }) starts a node kernel whose state persists; aliases re
 
 test('declaring the same name again in a later cell replaces it', async () => {
   await k.runCode('const again = 1\nclass K { id() { return 1 } }\nfunction f() { return 1 }')
-  const r = await k.runCode('const again = 2\nlet K2 = 0\nclass K { id() { return 2 } }\nfunction f() { return 2 }\n[again, new K().id(), f()]')
+  const r = await k.runCode(
+    'const again = 2\nlet K2 = 0\nclass K { id() { return 2 } }\nfunction f() { return 2 }\n[again, new K().id(), f()]',
+  )
   assert.equal(r.exitCode, 0, r.stderr)
   assert.deepEqual(texts(r), ['[ 2, 2, 2 ]'])
   const d = await k.runCode('const { p, q: [z] } = { p: 1, q: [3] }\nlet u\n[p, z, u]')
@@ -64,7 +68,7 @@ test('the trailing value: a string as itself, others inspected, a Promise awaite
   assert.deepEqual(texts(await k.runCode('x2 = 1 + 1')), ['2'])
 })
 
-test('a cell with no await runs as a script: its value is the trailing expression\'s, and only that', async () => {
+test("a cell with no await runs as a script: its value is the trailing expression's, and only that", async () => {
   // Declarations rewritten into assignments end their statement: the next line is its own.
   assert.deepEqual(texts(await k.runCode('class Opener {}\n(1)')), ['1'])
   assert.deepEqual(texts(await k.runCode('let w\n[w, 2]')), ['[ undefined, 2 ]'])
@@ -74,7 +78,9 @@ test('a cell with no await runs as a script: its value is the trailing expressio
   assert.deepEqual((await k.runCode("'use strict'")).results, [])
   assert.deepEqual((await k.runCode('if (true) { 5 }')).results, [])
   assert.deepEqual(texts(await k.runCode('6\nvar after')), ['6'])
-  assert.deepEqual(texts(await k.runCode("'use strict'\nconst sv = 7\nfunction sf() { return this }\n[sv, sf()]")), ['[ 7, undefined ]'])
+  assert.deepEqual(texts(await k.runCode("'use strict'\nconst sv = 7\nfunction sf() { return this }\n[sv, sf()]")), [
+    '[ 7, undefined ]',
+  ])
   // A thenable value is awaited; one whose `then` throws is the cell's error.
   assert.deepEqual(texts(await k.runCode('({ then(resolve) { resolve(8) } })')), ['8'])
   const r = await k.runCode('({ get then() { throw new TypeError("no then") } })')
@@ -99,7 +105,7 @@ test('a cell run again runs again (its compiled script reused): effects repeat, 
   assert.deepEqual(texts(await k.runCode('await Promise.resolve(ranAgain)')), ['3'])
 })
 
-test('a cell calling the user\'s own code inside console.log() is still interruptible', async () => {
+test("a cell calling the user's own code inside console.log() is still interruptible", async () => {
   await k.runCode('function spinForever() { while (true) {} }\nconst keptAcross = "kept"')
   const ac = new AbortController()
   const p = k.runCode('console.log("spinning")\nconsole.log(spinForever())', {
@@ -119,7 +125,10 @@ test('display() adds results in order; a raw MIME bundle is taken as it is', asy
   )
   assert.deepEqual(texts(r), ['first', '{ n: 1 }', 'x', 'main'])
   assert.equal(r.results[2].html, '<b>x</b>')
-  assert.deepEqual(r.results.map((x) => x.isMainResult), [false, false, false, true])
+  assert.deepEqual(
+    r.results.map((x) => x.isMainResult),
+    [false, false, false, true],
+  )
   assert.deepEqual(seen, ['first', '{ n: 1 }', 'x', 'main'])
 })
 
@@ -133,7 +142,10 @@ test('top-level await, import lines and require, from node: builtins and /worksp
     path.join(mod, 'kst-esm', 'package.json'),
     '{"name":"kst-esm","type":"module","exports":{"import":"./index.js"}}',
   )
-  fs.writeFileSync(path.join(mod, 'kst-esm', 'index.js'), 'export const twice = (x) => x * 2\nexport default "esm default"')
+  fs.writeFileSync(
+    path.join(mod, 'kst-esm', 'index.js'),
+    'export const twice = (x) => x * 2\nexport default "esm default"',
+  )
   const r = await k.runCode(
     [
       'import fs from "fs"',
@@ -147,9 +159,15 @@ test('top-level await, import lines and require, from node: builtins and /worksp
   )
   assert.equal(r.exitCode, 0, r.stderr)
   assert.deepEqual(texts(r), ["[ 'function', 'a/b', 'function', 'esm default', 42, 'hello js' ]"])
-  assert.deepEqual(texts(await k.runCode('twice(5) + (await import("kst-esm")).twice(1)')), ['12'], 'imported names persist')
+  assert.deepEqual(
+    texts(await k.runCode('twice(5) + (await import("kst-esm")).twice(1)')),
+    ['12'],
+    'imported names persist',
+  )
   // export lines pasted from a module run as plain code, a nameless default declaration too.
-  const ex = await k.runCode('export function named() { return 1 }\nexport default function () { return 2 }\nnamed() + 1')
+  const ex = await k.runCode(
+    'export function named() { return 1 }\nexport default function () { return 2 }\nnamed() + 1',
+  )
   assert.equal(ex.exitCode, 0, ex.stderr)
   assert.deepEqual(texts(ex), ['2'])
   const cls = await k.runCode('export default class {}\n"after"')
@@ -173,12 +191,15 @@ test('console, process.stdout/stderr.write and child processes land in the cell,
   // null until the first chunk: one that arrives within the same millisecond is 0 ms, not "none".
   let firstAt = null
   const t0 = Date.now()
-  const live = await k.runCode('console.log("early")\nawait new Promise((r) => setTimeout(r, 1500))\nconsole.log("late")', {
-    onStdout: (c) => {
-      chunks.push(c)
-      firstAt ??= Date.now() - t0
+  const live = await k.runCode(
+    'console.log("early")\nawait new Promise((r) => setTimeout(r, 1500))\nconsole.log("late")',
+    {
+      onStdout: (c) => {
+        chunks.push(c)
+        firstAt ??= Date.now() - t0
+      },
     },
-  })
+  )
   assert.equal(live.stdout, 'early\nlate\n')
   assert.equal(chunks.join(''), 'early\nlate\n')
   assert.ok(firstAt !== null && firstAt < 1200, `first chunk after ${firstAt} ms`)
@@ -268,7 +289,7 @@ test('aborting a cell stuck on a never-settling await ends it; the kernel serves
   assert.deepEqual(texts(await k.runCode('survivorJs + 1')), ['124'])
 })
 
-test('an abort landing as a cell\'s synchronous part ends still stops it, every time', async () => {
+test("an abort landing as a cell's synchronous part ends still stops it, every time", async () => {
   // The abort fires on the cell's first output, so SIGINT often reaches node just as V8's
   // watchdog for that run stops: node drops that one, and the host must interrupt again.
   // A cell that fakes the clock (as test doubles do) must not stall what the driver does after
@@ -276,7 +297,10 @@ test('an abort landing as a cell\'s synchronous part ends still stops it, every 
   await k.runCode('const keptThroughAborts = 125\nconst realNow = Date.now\nDate.now = () => 0')
   for (let i = 0; i < 40; i++) {
     const ac = new AbortController()
-    const p = k.runCode('console.log("tick")\nawait new Promise(() => {})', { signal: ac.signal, onStdout: () => ac.abort() })
+    const p = k.runCode('console.log("tick")\nawait new Promise(() => {})', {
+      signal: ac.signal,
+      onStdout: () => ac.abort(),
+    })
     const t0 = Date.now()
     await assert.rejects(within(p, 15_000, 'the aborted cell'), { name: 'AbortError' })
     assert.equal(k.alive, true, `abort ${i} cost the kernel (after ${Date.now() - t0} ms)`)
@@ -287,7 +311,9 @@ test('an abort landing as a cell\'s synchronous part ends still stops it, every 
 test('a cell timeout and the output cap tear the kernel down, with no process left', async () => {
   const kk = await sbx.kernel({ language: 'js' })
   const marker = `kst-jstimeout-${rand()}`
-  await kk.runCode(`require("child_process").spawn("sh", ["-c", "sleep 600; : ${marker}"], { detached: true, stdio: "ignore" }).unref()`)
+  await kk.runCode(
+    `require("child_process").spawn("sh", ["-c", "sleep 600; : ${marker}"], { detached: true, stdio: "ignore" }).unref()`,
+  )
   assert.ok(await waitFor(() => procsMatching(marker).length > 0, 10_000))
   const r = await kk.runCode('while (true) {}', { timeoutS: 1 })
   assert.equal(r.fault.type, 'timeout')
@@ -310,12 +336,18 @@ test('TypeScript: types stripped keeping lines, enum and namespace work, a synta
   const t = await sbx.kernel({ language: 'ts' })
   try {
     assert.equal(t.language, 'typescript')
-    let r = await t.runCode('interface P { x: number }\nconst pt: P = { x: 2 }\nfunction sq(n: number): number { return n * n }\nsq(pt.x) as number')
+    let r = await t.runCode(
+      'interface P { x: number }\nconst pt: P = { x: 2 }\nfunction sq(n: number): number { return n * n }\nsq(pt.x) as number',
+    )
     assert.equal(r.exitCode, 0, r.stderr)
     assert.deepEqual(texts(r), ['4'])
-    r = await t.runCode('type T = string\nconst msg: T = "x"\nfunction fail(m: T): never {\n  throw new Error(m)\n}\nfail(msg)')
-    assert.match(r.stderr, /at fail \(<cell-\d+>:4:9\)/, 'the stack points at the user\'s line and column')
-    r = await t.runCode('enum Color { Red, Green = 5, Blue }\nnamespace NS { export const n: number = 7 }\n[Color.Blue, Color[5], NS.n]')
+    r = await t.runCode(
+      'type T = string\nconst msg: T = "x"\nfunction fail(m: T): never {\n  throw new Error(m)\n}\nfail(msg)',
+    )
+    assert.match(r.stderr, /at fail \(<cell-\d+>:4:9\)/, "the stack points at the user's line and column")
+    r = await t.runCode(
+      'enum Color { Red, Green = 5, Blue }\nnamespace NS { export const n: number = 7 }\n[Color.Blue, Color[5], NS.n]',
+    )
     assert.equal(r.exitCode, 0, r.stderr)
     assert.deepEqual(texts(r), ["[ 6, 'Green', 7 ]"])
     assert.deepEqual(texts(await t.runCode('Color.Red')), ['0'], 'an enum persists')
@@ -358,7 +390,9 @@ test('bad input gets a SandboxError: an unknown language, a bad or non-string im
 test('one-shot runCode in node/javascript/typescript gets results and error like a kernel cell', async (t) => {
   const one = await new Sandbox().open()
   t.after(() => one.close())
-  let r = await one.runCode('console.log("out")\nconst v = await Promise.resolve(21)\ndisplay("shown")\nv * 2', { language: 'node' })
+  let r = await one.runCode('console.log("out")\nconst v = await Promise.resolve(21)\ndisplay("shown")\nv * 2', {
+    language: 'node',
+  })
   assert.equal(r.exitCode, 0, r.stderr)
   assert.equal(r.stdout, 'out\n')
   assert.deepEqual(texts(r), ['shown', '42'])
@@ -380,7 +414,9 @@ test('sandbox.close() closes JavaScript kernels and their boxes', async () => {
   const s = await new Sandbox().open()
   const marker = `kst-jsclose-${rand()}`
   const kk = await s.kernel({ language: 'js' })
-  await kk.runCode(`require("child_process").spawn("sh", ["-c", "sleep 600; : ${marker}"], { detached: true, stdio: "ignore" }).unref()`)
+  await kk.runCode(
+    `require("child_process").spawn("sh", ["-c", "sleep 600; : ${marker}"], { detached: true, stdio: "ignore" }).unref()`,
+  )
   assert.ok(await waitFor(() => procsMatching(marker).length > 0, 10_000))
   await s.close()
   assert.equal(kk.alive, false)
@@ -393,7 +429,8 @@ test('an install missing acorn and amaro refuses a JavaScript kernel or cell, sa
   const pkg = path.join(tmpDir('kst-nopeers-'), 'kern-sandbox')
   fs.mkdirSync(pkg)
   for (const f of fs.readdirSync(repo)) {
-    if (f === 'package.json' || /^(index|binding)\.js$/.test(f) || f.endsWith('.node')) fs.copyFileSync(path.join(repo, f), path.join(pkg, f))
+    if (f === 'package.json' || /^(index|binding)\.js$/.test(f) || f.endsWith('.node'))
+      fs.copyFileSync(path.join(repo, f), path.join(pkg, f))
   }
   fs.cpSync(path.join(repo, 'lib'), path.join(pkg, 'lib'), { recursive: true })
   const r = await runNode(

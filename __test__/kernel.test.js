@@ -21,8 +21,7 @@ test.after(async () => {
 })
 
 /** A cell that leaves a process with `marker` in its command line running in the box. */
-const leaveProcess = (marker) =>
-  `import subprocess\nsubprocess.Popen(["sh", "-c", "sleep 600; : ${marker}"])\nNone`
+const leaveProcess = (marker) => `import subprocess\nsubprocess.Popen(["sh", "-c", "sleep 600; : ${marker}"])\nNone`
 
 test('kernel() resolves to an open Kernel whose state persists across cells', async () => {
   assert.ok(k instanceof Kernel)
@@ -60,7 +59,13 @@ test('stdout, stderr, display() and the trailing value of a cell', async () => {
   const r = await k.runCode('import sys\nprint("out")\nsys.stderr.write("err\\n")\ndisplay("shown")\n7 * 6')
   assert.equal(r.stdout, 'out\n')
   assert.equal(r.stderr, 'err\n')
-  assert.deepEqual(r.results.map((x) => [x.text, x.isMainResult]), [["'shown'", false], ['42', true]])
+  assert.deepEqual(
+    r.results.map((x) => [x.text, x.isMainResult]),
+    [
+      ["'shown'", false],
+      ['42', true],
+    ],
+  )
 })
 
 test('an uncaught error: exit 1, traceback on stderr, no fault, and the kernel keeps its state', async () => {
@@ -80,7 +85,9 @@ test('an uncaught error: exit 1, traceback on stderr, no fault, and the kernel k
 })
 
 test("a cell's stdin is at EOF, never the control channel", async () => {
-  const r = await k.runCode('import sys\nprint(repr(sys.stdin.read()))\ntry:\n    input()\nexcept EOFError:\n    print("eof")\nimport os\nprint(os.read(0, 10))')
+  const r = await k.runCode(
+    'import sys\nprint(repr(sys.stdin.read()))\ntry:\n    input()\nexcept EOFError:\n    print("eof")\nimport os\nprint(os.read(0, 10))',
+  )
   assert.equal(r.stdout, "''\neof\nb''\n")
   assert.equal((await k.runCode('"aligned"')).results[0].text, "'aligned'")
 })
@@ -113,7 +120,10 @@ test('fork and multiprocessing work and the kernel stays aligned', async () => {
   assert.equal(m.results[0].text, '[1, 2, 3]')
   // A forked child that falls out of the cell must not answer for the kernel.
   const stray = await k.runCode('import os\nif os.fork() == 0:\n    pass\nelse:\n    os.wait()\n"one reply"')
-  assert.deepEqual(stray.results.map((x) => x.text), ["'one reply'"])
+  assert.deepEqual(
+    stray.results.map((x) => x.text),
+    ["'one reply'"],
+  )
   assert.equal((await k.runCode('2 + 2')).results[0].text, '4')
 })
 
@@ -121,11 +131,19 @@ test('cells sent without awaiting run one after another, in call order', async (
   await k.runCode('order = []')
   const pending = []
   for (let i = 0; i < 20; i++) {
-    pending.push(k.runCode(`import time\ntime.sleep(${i % 3 === 0 ? 0.02 : 0})\norder.append(${i})\nprint(${i})\nlen(order)`))
+    pending.push(
+      k.runCode(`import time\ntime.sleep(${i % 3 === 0 ? 0.02 : 0})\norder.append(${i})\nprint(${i})\nlen(order)`),
+    )
   }
   const rs = await Promise.all(pending)
-  assert.deepEqual(rs.map((r) => r.stdout), rs.map((_, i) => `${i}\n`))
-  assert.deepEqual(rs.map((r) => r.results[0].text), rs.map((_, i) => String(i + 1)))
+  assert.deepEqual(
+    rs.map((r) => r.stdout),
+    rs.map((_, i) => `${i}\n`),
+  )
+  assert.deepEqual(
+    rs.map((r) => r.results[0].text),
+    rs.map((_, i) => String(i + 1)),
+  )
   assert.equal((await k.runCode('order == list(range(20))')).results[0].text, 'True')
 })
 
@@ -162,29 +180,53 @@ test('onStdout and onStderr stream live while a cell runs', async () => {
     },
   )
   assert.equal(r.stdout, 'first\nsecond\n', 'the cell saw the file the callback wrote mid-cell')
-  assert.equal(chunks.filter(([s]) => s === 'out').map(([, c]) => c).join(''), 'first\nsecond\n')
-  assert.deepEqual(chunks.filter(([s]) => s === 'err').map(([, c]) => c), ['warn\n'])
+  assert.equal(
+    chunks
+      .filter(([s]) => s === 'out')
+      .map(([, c]) => c)
+      .join(''),
+    'first\nsecond\n',
+  )
+  assert.deepEqual(
+    chunks.filter(([s]) => s === 'err').map(([, c]) => c),
+    ['warn\n'],
+  )
   fs.unlinkSync(path.join(ws, go))
 })
 
 test('onResult fires as each result is produced; the same objects end in results', async () => {
   const seen = []
   const r = await k.runCode('display(1)\ndisplay(2)\n3', { onResult: (x) => seen.push(x) })
-  assert.deepEqual(seen.map((x) => x.text), ['1', '2', '3'])
-  assert.deepEqual(r.results.map((x) => x.text), ['1', '2', '3'])
+  assert.deepEqual(
+    seen.map((x) => x.text),
+    ['1', '2', '3'],
+  )
+  assert.deepEqual(
+    r.results.map((x) => x.text),
+    ['1', '2', '3'],
+  )
   assert.ok(seen.every((x, i) => x === r.results[i]))
   assert.ok(seen.every((x) => x.executionCount === r.executionCount))
 })
 
 test('matplotlib figures and DataFrames in the kernel; a figure is shown once, then closed', async () => {
-  let r = await k.runCode('import matplotlib\nmatplotlib.use("Agg")\nimport matplotlib.pyplot as plt\nfig = plt.figure()\nplt.plot([3, 1, 2])\nNone')
+  let r = await k.runCode(
+    'import matplotlib\nmatplotlib.use("Agg")\nimport matplotlib.pyplot as plt\nfig = plt.figure()\nplt.plot([3, 1, 2])\nNone',
+  )
   assert.equal(r.exitCode, 0, r.stderr)
-  assert.deepEqual(r.results.map((x) => x.formats()), [['image/png']])
+  assert.deepEqual(
+    r.results.map((x) => x.formats()),
+    [['image/png']],
+  )
   assert.doesNotMatch(r.stderr, /matplotlib|writable/i)
   r = await k.runCode('plt.get_fignums()')
   assert.equal(r.results[0].text, '[]')
   r = await k.runCode('f2 = plt.figure()\nplt.plot([1])\ndisplay(f2)\nNone')
-  assert.deepEqual(r.results.map((x) => x.formats().includes('image/png')), [true], 'display(fig) is not repeated at the end')
+  assert.deepEqual(
+    r.results.map((x) => x.formats().includes('image/png')),
+    [true],
+    'display(fig) is not repeated at the end',
+  )
   r = await k.runCode('import pandas as pd\npd.DataFrame({"q": [1]})')
   assert.match(r.results[0].html, /<table/)
 })
@@ -294,10 +336,13 @@ test('a cell that ignores the interrupt gets the kernel torn down', async () => 
   const marker = `kst-kignore-${rand()}`
   await kk.runCode(leaveProcess(marker))
   const ac = new AbortController()
-  const p = kk.runCode('import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nprint("deaf", flush=True)\nwhile True:\n    time.sleep(0.05)', {
-    signal: ac.signal,
-    onStdout: () => ac.abort(),
-  })
+  const p = kk.runCode(
+    'import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nprint("deaf", flush=True)\nwhile True:\n    time.sleep(0.05)',
+    {
+      signal: ac.signal,
+      onStdout: () => ac.abort(),
+    },
+  )
   await assert.rejects(p, { name: 'AbortError' })
   assert.equal(kk.alive, false)
   assert.deepEqual(procsMatching(marker), [])
@@ -320,7 +365,10 @@ test('close() during a running cell stops it; queued cells reject', async () => 
   const kk = await sbx.kernel()
   let started
   const going = new Promise((resolve) => (started = resolve))
-  const running = assert.rejects(kk.runCode('import time\nprint("go", flush=True)\ntime.sleep(60)', { onStdout: started }), SandboxError)
+  const running = assert.rejects(
+    kk.runCode('import time\nprint("go", flush=True)\ntime.sleep(60)', { onStdout: started }),
+    SandboxError,
+  )
   const queued = assert.rejects(kk.runCode('1'), SandboxError)
   await going
   await kk.close()
@@ -337,10 +385,14 @@ test('a kernel collected unclosed ends its box while the session stays open', as
     await kk.runCode(leaveProcess(marker))
   })()
   assert.ok(await waitFor(() => procsMatching(marker).length > 0, 10_000))
-  const gone = await waitFor(() => {
-    gc()
-    return procsMatching(marker).length === 0
-  }, 10_000, 200)
+  const gone = await waitFor(
+    () => {
+      gc()
+      return procsMatching(marker).length === 0
+    },
+    10_000,
+    200,
+  )
   assert.ok(gone, JSON.stringify(procsMatching(marker)))
   assert.equal((await k.runCode('1 + 1')).results[0].text, '2', 'other kernels of the session are untouched')
 })
@@ -365,10 +417,13 @@ test('sandbox.close() closes its kernels; a closed sandbox refuses kernel()', as
   await assert.rejects(new Sandbox().kernel(), (e) => e instanceof SandboxError && /open/.test(e.message))
 })
 
-test('a kernel whose box cannot start rejects with kern\'s error, and leaves nothing behind', async () => {
+test("a kernel whose box cannot start rejects with kern's error, and leaves nothing behind", async () => {
   const s = await new Sandbox({ image: 'kern-sandbox-test/no-such-image:0' }).open()
   try {
-    await assert.rejects(s.kernel(), (e) => e instanceof SandboxError && /failed to start: error/.test(e.message) && !/warning/.test(e.message))
+    await assert.rejects(
+      s.kernel(),
+      (e) => e instanceof SandboxError && /failed to start: error/.test(e.message) && !/warning/.test(e.message),
+    )
     assert.equal((await s.run(['true'])).fault?.type, 'startup_failed', 'the session itself is still usable')
   } finally {
     await s.close()
@@ -420,7 +475,10 @@ test('process.exit() and a SIGKILLed Node take the kernel box along', async () =
 
   const m2 = `kst-kkill-${rand()}`
   let child
-  const done = runNode(kernelChild(m2, 'setInterval(() => {}, 1000)'), { timeoutMs: 60_000, onSpawn: (c) => (child = c) })
+  const done = runNode(kernelChild(m2, 'setInterval(() => {}, 1000)'), {
+    timeoutMs: 60_000,
+    onSpawn: (c) => (child = c),
+  })
   assert.ok(await waitFor(() => procsMatching(m2).length > 0, 20_000), 'the kernel box started')
   child.kill('SIGKILL')
   await done

@@ -28,7 +28,10 @@ test('a temp workspace lives in a kern-sbx-<pid>-* dir that close() removes', as
 test('close() is idempotent, also before open()', async () => {
   const closed = async (s) => {
     assert.equal(s.workspacePath, null, 'closed: no workspace')
-    await assert.rejects(s.runCode('print(1)'), (e) => e instanceof SandboxError && /open the Sandbox first/.test(e.message))
+    await assert.rejects(
+      s.runCode('print(1)'),
+      (e) => e instanceof SandboxError && /open the Sandbox first/.test(e.message),
+    )
     await assert.rejects(s.readFile('keep.txt'), SandboxError)
     await assert.rejects(s.writeFile('new.txt', 'x'), SandboxError)
     assert.throws(() => s.snapshot(path.join(tmpDir(), 's.tgz')), SandboxError)
@@ -49,7 +52,10 @@ test('close() is idempotent, also before open()', async () => {
   await mine.writeFile('keep.txt', 'kept')
   for (let i = 0; i < 3; i++) assert.equal(await mine.close(), undefined, `close() #${i + 1}`)
   const both = await Promise.allSettled([mine.close(), mine.close()])
-  assert.deepEqual(both.map((r) => r.status), ['fulfilled', 'fulfilled'])
+  assert.deepEqual(
+    both.map((r) => r.status),
+    ['fulfilled', 'fulfilled'],
+  )
   assert.equal(fs.readFileSync(path.join(ws, 'keep.txt'), 'utf8'), 'kept')
   await closed(mine)
 
@@ -101,7 +107,7 @@ test('a session can be reopened after close()', async () => {
   }
 })
 
-test('withSandbox returns fn\'s value and closes; opts are optional', async () => {
+test("withSandbox returns fn's value and closes; opts are optional", async () => {
   let ws
   const v = await withSandbox(async (s) => {
     ws = s.workspacePath
@@ -241,7 +247,10 @@ new kern.Sandbox({ timeoutS: 60 }).open().then(async (s) => {
   assert.equal(r.code, 0, r.stderr)
   const j = lastJson(r.stdout)
   assert.equal(j.running, true, 'precondition: the box was running at exit')
-  assert.ok(await waitFor(() => procsMatching(marker).length === 0, 3000), `box left running: ${JSON.stringify(procsMatching(marker))}`)
+  assert.ok(
+    await waitFor(() => procsMatching(marker).length === 0, 3000),
+    `box left running: ${JSON.stringify(procsMatching(marker))}`,
+  )
   assert.deepEqual(sessionDirs(r.pid), [])
   assert.ok(!fs.existsSync(j.ws))
 })
@@ -302,7 +311,7 @@ time.sleep(60)`)}))
   )
 })
 
-test('a terminated worker thread takes its boxes and temp workspace along; the main thread\'s session is untouched', async () => {
+test("a terminated worker thread takes its boxes and temp workspace along; the main thread's session is untouched", async () => {
   const marker = `kst-worker-${rand()}`
   const workerSource = [
     "const { parentPort } = require('worker_threads')",
@@ -338,7 +347,13 @@ main()
     { timeoutMs: 60_000 },
   )
   assert.equal(r.code, 0, r.stderr)
-  assert.deepEqual(lastJson(r.stdout), { wasRunning: true, gone: true, workerWs: false, mainWs: true, main: 'main ok\n' })
+  assert.deepEqual(lastJson(r.stdout), {
+    wasRunning: true,
+    gone: true,
+    workerWs: false,
+    mainWs: true,
+    main: 'main ok\n',
+  })
 })
 
 test('open() does not reclaim the session dir of a live process', async () => {

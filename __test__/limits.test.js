@@ -30,7 +30,9 @@ function publicCopy() {
   for (const f of fs.readdirSync(path.join(pkg, 'lib'))) fs.chmodSync(path.join(pkg, 'lib', f), 0o644)
   // A kern that does nothing but, when $FAKE_WS is set, write one file into the workspace.
   const kern = path.join(dir, 'kern')
-  fs.writeFileSync(kern, '#!/bin/sh\n[ -n "$FAKE_WS" ] && echo new > "$FAKE_WS/open/new.txt"\nexit 0\n', { mode: 0o755 })
+  fs.writeFileSync(kern, '#!/bin/sh\n[ -n "$FAKE_WS" ] && echo new > "$FAKE_WS/open/new.txt"\nexit 0\n', {
+    mode: 0o755,
+  })
   return { dir, pkg, kern }
 }
 
@@ -66,7 +68,14 @@ main().catch((e) => { console.error(e); process.exit(1) })
 
 test('a directory the host may not enter (non-root Node): calls keep working, listFiles skips it, snapshot refuses', (t) => {
   if (process.getuid() !== 0) return t.skip('needs root to run the child as another user')
-  const probe = cp.spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, '-e', '0'])
+  const probe = cp.spawnSync('setpriv', [
+    '--reuid=65534',
+    '--regid=65534',
+    '--clear-groups',
+    process.execPath,
+    '-e',
+    '0',
+  ])
   if (probe.status !== 0) return t.skip(`uid 65534 cannot run ${process.execPath} here`)
   const { dir, pkg, kern } = publicCopy()
   const body = `
@@ -85,7 +94,10 @@ test('a directory the host may not enter (non-root Node): calls keep working, li
     out.again = again.exitCode
     fs.chmodSync(path.join(ws, 'locked'), 0o755)
 `
-  const r = runWrapped(['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'], script(pkg, body), { dir, kern })
+  const r = runWrapped(['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'], script(pkg, body), {
+    dir,
+    kern,
+  })
   assert.equal(r.code, 0, r.err)
   assert.deepEqual(lastJson(r.out), {
     exit: 0,

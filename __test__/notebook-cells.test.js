@@ -48,7 +48,7 @@ test('the indentation common to every non-blank line is stripped, and only that'
   }
 })
 
-test('a traceback of an indented cell keeps the user\'s line numbers', async () => {
+test("a traceback of an indented cell keeps the user's line numbers", async () => {
   for (const [name, run] of runners()) {
     const r = await run('\n    x = 1\n    def f():\n        return 1 / 0\n    f()')
     assert.equal(r.exitCode, 1, name)

@@ -20,7 +20,18 @@ function offlineRoot(prefix) {
     for (const k of Object.keys(env)) if (/^npm_(config|package|lifecycle)_/i.test(k)) delete env[k]
     const r = cp.spawnSync(
       'npm',
-      [...args, '--offline', '--no-audit', '--no-fund', '--cache', path.join(root, 'npm-cache'), '--registry', 'http://127.0.0.1:9/', '--loglevel', 'warn'],
+      [
+        ...args,
+        '--offline',
+        '--no-audit',
+        '--no-fund',
+        '--cache',
+        path.join(root, 'npm-cache'),
+        '--registry',
+        'http://127.0.0.1:9/',
+        '--loglevel',
+        'warn',
+      ],
       { cwd, env, encoding: 'utf8', timeout: 120_000 },
     )
     assert.equal(r.status, 0, `npm ${args.join(' ')} failed:\n${r.stdout}\n${r.stderr}`)
@@ -49,10 +60,23 @@ function dependencyTarballs(out) {
   const repo = path.join(__dirname, '..')
   const deps = Object.keys(require(path.join(repo, 'package.json')).dependencies || {})
   return deps.map((name) => {
-    const r = cp.spawnSync('npm', ['pack', path.join(repo, 'node_modules', name), '--ignore-scripts', '--pack-destination', out, '--json', '--loglevel', 'warn'], {
-      encoding: 'utf8',
-      timeout: 120_000,
-    })
+    const r = cp.spawnSync(
+      'npm',
+      [
+        'pack',
+        path.join(repo, 'node_modules', name),
+        '--ignore-scripts',
+        '--pack-destination',
+        out,
+        '--json',
+        '--loglevel',
+        'warn',
+      ],
+      {
+        encoding: 'utf8',
+        timeout: 120_000,
+      },
+    )
     assert.equal(r.status, 0, `npm pack ${name} failed:\n${r.stderr}`)
     return { name, file: path.join(out, JSON.parse(r.stdout)[0].filename) }
   })

@@ -68,7 +68,10 @@ test('large and non-ASCII output come back exact (external string and decoded co
       'import sys\nsys.stdout.buffer.write(b"a" * 200000 + "é€😀".encode() + b"\\xff\\xc3(" + b"z" * 100000)',
     )
     assert.equal(mixed.exitCode, 0)
-    assert.ok(mixed.stdout === 'a'.repeat(200000) + 'é€😀\uFFFD\uFFFD(' + 'z'.repeat(100000), 'non-ASCII stdout is exact')
+    assert.ok(
+      mixed.stdout === 'a'.repeat(200000) + 'é€😀\uFFFD\uFFFD(' + 'z'.repeat(100000),
+      'non-ASCII stdout is exact',
+    )
   } finally {
     await sbx.close()
   }
@@ -128,12 +131,21 @@ test('parallel calls with per-call callbacks each get only their own output', as
   try {
     const seen = Array.from({ length: 16 }, () => [])
     const results = await Promise.all(
-      seen.map((chunks, i) => sbx.runCode(`for j in range(200):\n    print("call-${i}-line", j, flush=True)`, { onStdout: (c) => chunks.push(c) })),
+      seen.map((chunks, i) =>
+        sbx.runCode(`for j in range(200):\n    print("call-${i}-line", j, flush=True)`, {
+          onStdout: (c) => chunks.push(c),
+        }),
+      ),
     )
     results.forEach((r, i) => {
       assert.equal(r.exitCode, 0)
       assert.equal(Buffer.concat(seen[i]).toString(), r.stdout)
-      assert.ok(r.stdout.split('\n').filter(Boolean).every((l) => l.startsWith(`call-${i}-line `)))
+      assert.ok(
+        r.stdout
+          .split('\n')
+          .filter(Boolean)
+          .every((l) => l.startsWith(`call-${i}-line `)),
+      )
     })
   } finally {
     await sbx.close()
@@ -172,7 +184,9 @@ test('a callback that falls far behind loses chunks but never stalls the box', a
   const slow = (c) => {
     delivered += c.length
     const until = Date.now() + 5
-    while (Date.now() < until) { /* a consumer far slower than the box */ }
+    while (Date.now() < until) {
+      /* a consumer far slower than the box */
+    }
   }
   const t0 = Date.now()
   const r = await kern.runCode(
@@ -243,9 +257,10 @@ main()
 `,
     {
       timeoutMs: 30_000,
-      onSpawn: (child) => child.stdout.on('data', (d) => {
-        if (String(d).includes('one-shot')) doneAt = Date.now()
-      }),
+      onSpawn: (child) =>
+        child.stdout.on('data', (d) => {
+          if (String(d).includes('one-shot')) doneAt = Date.now()
+        }),
     },
   )
   const exitedAt = Date.now()

@@ -45,7 +45,9 @@ function loadError(entry, { before = '', esm = false } = {}) {
     assert.ok(m, `no error message in:\n${r.stderr}`)
     return m[1]
   }
-  const r = node(`${before}; try { require(${JSON.stringify(entry)}); console.log('LOADED') } catch (e) { console.log(JSON.stringify({ message: e.message })) }`)
+  const r = node(
+    `${before}; try { require(${JSON.stringify(entry)}); console.log('LOADED') } catch (e) { console.log(JSON.stringify({ message: e.message })) }`,
+  )
   assert.equal(r.status, 0, r.stderr)
   const out = r.stdout.trim()
   return out === 'LOADED' ? null : JSON.parse(out).message
@@ -55,7 +57,8 @@ function loadError(entry, { before = '', esm = false } = {}) {
  * node_modules above it: what an install without the platform package looks like. */
 function packageWithoutBinary() {
   const dir = tmp('kern-nobin-')
-  for (const f of ['index.js', 'index.mjs', 'package.json', 'binding.js']) fs.copyFileSync(path.join(repo, f), path.join(dir, f))
+  for (const f of ['index.js', 'index.mjs', 'package.json', 'binding.js'])
+    fs.copyFileSync(path.join(repo, f), path.join(dir, f))
   fs.cpSync(path.join(repo, 'lib'), path.join(dir, 'lib'), { recursive: true })
   return dir
 }
@@ -88,14 +91,21 @@ test('npm/<platform>/ holds one package per target, named and fielded as napi-rs
   }
 })
 
-test('the generated loader asks for exactly these package and file names', { skip: !fs.existsSync(path.join(repo, 'binding.js')) && 'binding.js not generated (npm run build)' }, () => {
-  const loader = fs.readFileSync(path.join(repo, 'binding.js'), 'utf8')
-  for (const t of targets) {
-    assert.ok(loader.includes(`require('./${t.nodeFile}')`), `binding.js does not load ./${t.nodeFile}`)
-    assert.ok(loader.includes(`require('${t.packageName}')`), `binding.js does not load ${t.packageName}`)
-  }
-  assert.ok(loader.includes(`expected ${pkg.version} but got`), 'binding.js was generated for another version: rebuild')
-})
+test(
+  'the generated loader asks for exactly these package and file names',
+  { skip: !fs.existsSync(path.join(repo, 'binding.js')) && 'binding.js not generated (npm run build)' },
+  () => {
+    const loader = fs.readFileSync(path.join(repo, 'binding.js'), 'utf8')
+    for (const t of targets) {
+      assert.ok(loader.includes(`require('./${t.nodeFile}')`), `binding.js does not load ./${t.nodeFile}`)
+      assert.ok(loader.includes(`require('${t.packageName}')`), `binding.js does not load ${t.packageName}`)
+    }
+    assert.ok(
+      loader.includes(`expected ${pkg.version} but got`),
+      'binding.js was generated for another version: rebuild',
+    )
+  },
+)
 
 test('the published main package lists every platform package at exactly its version', () => {
   const opt = optionalDependencies()
@@ -135,9 +145,13 @@ test('npm pack ships the entries, both type files and the loader, and no addon o
   const r = cp.spawnSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: repo, encoding: 'utf8' })
   assert.equal(r.status, 0, r.stderr)
   const files = JSON.parse(r.stdout)[0].files.map((f) => f.path)
-  for (const f of ['package.json', 'index.js', 'index.mjs', 'index.d.ts', 'index.d.mts']) assert.ok(files.includes(f), `${f} not packed`)
+  for (const f of ['package.json', 'index.js', 'index.mjs', 'index.d.ts', 'index.d.mts'])
+    assert.ok(files.includes(f), `${f} not packed`)
   if (fs.existsSync(path.join(repo, 'binding.js'))) assert.ok(files.includes('binding.js'), 'binding.js not packed')
-  assert.deepEqual(files.filter((f) => f.endsWith('.node') || /^(src|__test__|npm|scripts|target)\//.test(f)), [])
+  assert.deepEqual(
+    files.filter((f) => f.endsWith('.node') || /^(src|__test__|npm|scripts|target)\//.test(f)),
+    [],
+  )
 })
 
 test('"kern-sandbox" resolves through the exports map: require to index.js, import to index.mjs', () => {
@@ -171,35 +185,45 @@ for (const platform of ['darwin', 'win32', 'freebsd']) {
   })
 }
 
-test('no binary for this platform: one error naming it, each place tried, and the fix', { skip: !host && 'no release target for this host' }, () => {
-  const dir = packageWithoutBinary()
-  for (const esm of [false, true]) {
-    const msg = loadError(path.join(dir, esm ? 'index.mjs' : 'index.js'), { esm })
-    assert.ok(msg, 'loaded without any binary?')
-    assert.ok(msg.startsWith(`kern-sandbox: no native binary loads on linux-${process.arch} (`), msg)
-    assert.ok(msg.includes(`./${host.nodeFile}`), `the local file tried is not named:\n${msg}`)
-    assert.ok(msg.includes(`'${host.packageName}'`), `the platform package tried is not named:\n${msg}`)
-    assert.ok(msg.includes(`optional dependency ${host.packageName}@${pkg.version}`), msg)
-    assert.match(msg, /--omit=optional/)
-    assert.match(msg, /npm run build/)
-    assert.doesNotMatch(msg, /wasi|wasm32|@kern-sandbox\//i, 'names packages this project does not ship')
-    // local first, then the package: the order the loader tries them
-    assert.ok(msg.indexOf(host.nodeFile) < msg.indexOf(`'${host.packageName}'`), msg)
-  }
-})
+test(
+  'no binary for this platform: one error naming it, each place tried, and the fix',
+  { skip: !host && 'no release target for this host' },
+  () => {
+    const dir = packageWithoutBinary()
+    for (const esm of [false, true]) {
+      const msg = loadError(path.join(dir, esm ? 'index.mjs' : 'index.js'), { esm })
+      assert.ok(msg, 'loaded without any binary?')
+      assert.ok(msg.startsWith(`kern-sandbox: no native binary loads on linux-${process.arch} (`), msg)
+      assert.ok(msg.includes(`./${host.nodeFile}`), `the local file tried is not named:\n${msg}`)
+      assert.ok(msg.includes(`'${host.packageName}'`), `the platform package tried is not named:\n${msg}`)
+      assert.ok(msg.includes(`optional dependency ${host.packageName}@${pkg.version}`), msg)
+      assert.match(msg, /--omit=optional/)
+      assert.match(msg, /npm run build/)
+      assert.doesNotMatch(msg, /wasi|wasm32|@kern-sandbox\//i, 'names packages this project does not ship')
+      // local first, then the package: the order the loader tries them
+      assert.ok(msg.indexOf(host.nodeFile) < msg.indexOf(`'${host.packageName}'`), msg)
+    }
+  },
+)
 
-test('a broken binary: the error carries the loader failure for that file', { skip: !host && 'no release target for this host' }, () => {
-  const dir = packageWithoutBinary()
-  fs.writeFileSync(path.join(dir, host.nodeFile), 'not an ELF file')
-  const msg = loadError(path.join(dir, 'index.js'))
-  assert.ok(msg)
-  assert.ok(msg.includes(`${path.join(dir, host.nodeFile)}: `), `the dlopen failure is not shown:\n${msg}`)
-  assert.match(msg, /no native binary loads/)
-})
+test(
+  'a broken binary: the error carries the loader failure for that file',
+  { skip: !host && 'no release target for this host' },
+  () => {
+    const dir = packageWithoutBinary()
+    fs.writeFileSync(path.join(dir, host.nodeFile), 'not an ELF file')
+    const msg = loadError(path.join(dir, 'index.js'))
+    assert.ok(msg)
+    assert.ok(msg.includes(`${path.join(dir, host.nodeFile)}: `), `the dlopen failure is not shown:\n${msg}`)
+    assert.match(msg, /no native binary loads/)
+  },
+)
 
 test('an architecture with no prebuilt binary: the error says which ones exist', () => {
   const dir = packageWithoutBinary()
-  const msg = loadError(path.join(dir, 'index.js'), { before: "Object.defineProperty(process, 'arch', { value: 'ia32' })" })
+  const msg = loadError(path.join(dir, 'index.js'), {
+    before: "Object.defineProperty(process, 'arch', { value: 'ia32' })",
+  })
   assert.ok(msg)
   assert.match(msg, /no native binary loads on linux-ia32/)
   assert.match(msg, /Unsupported architecture on Linux: ia32/)

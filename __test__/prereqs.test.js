@@ -32,7 +32,10 @@ function check(mode, tools, env = {}) {
 const ALL = ['cargo', 'rustc', 'cc', 'bwrap', 'python3', 'tar', 'setpriv', 'prlimit', 'apt-get']
 
 test('npm test without bubblewrap and python3: one line naming both and the apt-get command, exit 1', () => {
-  const r = check('test', ALL.filter((t) => t !== 'bwrap' && t !== 'python3'))
+  const r = check(
+    'test',
+    ALL.filter((t) => t !== 'bwrap' && t !== 'python3'),
+  )
   assert.equal(r.status, 1)
   assert.equal(r.stdout, '')
   const lines = r.stderr.split('\n').filter(Boolean)
@@ -44,7 +47,10 @@ test('npm test without bubblewrap and python3: one line naming both and the apt-
 test('npm run build without Rust or a C compiler names them, with rustup', () => {
   const r = check('build', ['apt-get', 'tar'])
   assert.equal(r.status, 1)
-  assert.match(r.stderr, /npm run build cannot start: a Rust toolchain \(cargo, rustc\) and a C compiler \(cc\) not found/)
+  assert.match(
+    r.stderr,
+    /npm run build cannot start: a Rust toolchain \(cargo, rustc\) and a C compiler \(cc\) not found/,
+  )
   assert.match(r.stderr, /apt-get install -y gcc && curl .*https:\/\/sh\.rustup\.rs \| sh\n$/)
 })
 
@@ -53,7 +59,11 @@ test('nothing missing: silent, exit 0; with KERN_BIN (a real kern) bubblewrap is
     const r = check(mode, ALL)
     assert.deepEqual([r.status, r.stdout, r.stderr], [0, '', ''], mode)
   }
-  const r = check('test', ALL.filter((t) => t !== 'bwrap'), { KERN_BIN: '/opt/kern/bin/kern' })
+  const r = check(
+    'test',
+    ALL.filter((t) => t !== 'bwrap'),
+    { KERN_BIN: '/opt/kern/bin/kern' },
+  )
   assert.deepEqual([r.status, r.stderr], [0, ''])
 })
 

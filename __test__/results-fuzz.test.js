@@ -33,7 +33,8 @@ function checkVetted(got, what) {
     for (const [k, v] of Object.entries(got.result.data)) assert.equal(typeof v, 'string', `${what}: data[${k}]`)
     assert.equal(typeof got.result.isMainResult, 'boolean', what)
     // The accessors never throw, whatever the box sent.
-    for (const f of ['text', 'html', 'markdown', 'svg', 'json', 'latex', 'javascript', 'png', 'jpeg']) void got.result[f]
+    for (const f of ['text', 'html', 'markdown', 'svg', 'json', 'latex', 'javascript', 'png', 'jpeg'])
+      void got.result[f]
     assert.ok(Array.isArray(got.result.formats()), what)
     JSON.stringify(got.result)
   } else {

@@ -78,7 +78,11 @@ test('the trailing expression is found however the cell is laid out', async () =
   for (const [code, want] of cases) {
     const r = await sbx.runCode(code)
     assert.equal(r.exitCode, 0, `${JSON.stringify(code)}: ${r.stderr}`)
-    assert.deepEqual(r.results.map((x) => x.text), want === null ? [] : [want], JSON.stringify(code))
+    assert.deepEqual(
+      r.results.map((x) => x.text),
+      want === null ? [] : [want],
+      JSON.stringify(code),
+    )
   }
   // Line numbers in a traceback from the trailing expression are the cell's own.
   const e = await sbx.runCode('x = 1\n\n\n1 / 0')
@@ -103,11 +107,19 @@ test('display() of several objects, in order, before the trailing expression', a
   const r = await sbx.runCode('display(1, "two")\ndisplay(3.5, metadata={}, transient={}, display_id="a")\n"tail"')
   assert.deepEqual(
     r.results.map((x) => [x.text, x.isMainResult]),
-    [['1', false], ["'two'", false], ['3.5', false], ["'tail'", true]],
+    [
+      ['1', false],
+      ["'two'", false],
+      ['3.5', false],
+      ["'tail'", true],
+    ],
   )
   // display() is importable the way IPython code imports it, and display(None) shows nothing.
   const r2 = await sbx.runCode('display(None)\nimport builtins\nbuiltins.display("x")')
-  assert.deepEqual(r2.results.map((x) => x.text), ["'x'"])
+  assert.deepEqual(
+    r2.results.map((x) => x.text),
+    ["'x'"],
+  )
 })
 
 test('the _repr_*_ methods fill the MIME bundle and the getters read it', async () => {
@@ -135,15 +147,26 @@ Rich()
   assert.equal(res.png.toString('latin1'), '\x89PNG fake')
   assert.equal(res.jpeg.toString('latin1'), '\xff\xd8 fake')
   assert.equal(res.text, 'Rich()')
-  assert.deepEqual(
-    res.formats().sort(),
-    ['application/javascript', 'application/json', 'image/jpeg', 'image/png', 'image/svg+xml', 'text/html', 'text/latex', 'text/markdown', 'text/plain'],
-  )
+  assert.deepEqual(res.formats().sort(), [
+    'application/javascript',
+    'application/json',
+    'image/jpeg',
+    'image/png',
+    'image/svg+xml',
+    'text/html',
+    'text/latex',
+    'text/markdown',
+    'text/plain',
+  ])
   const plain = (await sbx.runCode('1')).results[0]
   assert.equal(plain.png, null)
   assert.equal(plain.jpeg, null)
   assert.equal(plain.html, undefined)
-  assert.deepEqual(JSON.parse(JSON.stringify(plain)), { data: { 'text/plain': '1' }, isMainResult: true, executionCount: null })
+  assert.deepEqual(JSON.parse(JSON.stringify(plain)), {
+    data: { 'text/plain': '1' },
+    isMainResult: true,
+    executionCount: null,
+  })
 })
 
 test('_repr_mimebundle_ is honoured, with include and exclude passed through', async () => {
@@ -172,7 +195,9 @@ print(B.seen)
 })
 
 test('a broken _repr_ method is skipped; the value still has its text', async () => {
-  const r = await sbx.runCode('class X:\n    def _repr_html_(self): raise ValueError("no")\n    def __repr__(self): return "X!"\nX()')
+  const r = await sbx.runCode(
+    'class X:\n    def _repr_html_(self): raise ValueError("no")\n    def __repr__(self): return "X!"\nX()',
+  )
   assert.equal(r.exitCode, 0)
   assert.deepEqual(r.results[0].data, { 'text/plain': 'X!' })
 })
@@ -183,7 +208,10 @@ test('every open matplotlib figure is captured as PNG once, after the trailing e
       'plt.figure(); plt.plot([1, 4, 9])\nplt.figure(); plt.bar([1, 2], [3, 4])\n"done"',
   )
   assert.equal(r.exitCode, 0, r.stderr)
-  assert.deepEqual(r.results.map((x) => x.formats()), [['text/plain'], ['image/png'], ['image/png']])
+  assert.deepEqual(
+    r.results.map((x) => x.formats()),
+    [['text/plain'], ['image/png'], ['image/png']],
+  )
   assert.equal(r.results[0].isMainResult, true)
   for (const fig of r.results.slice(1)) {
     assert.ok(fig.png.subarray(0, 4).equals(PNG_MAGIC))
@@ -224,7 +252,10 @@ test('an uncaught exception: exit 1, no fault, a traceback of the user code only
   assert.equal(r.fault, null)
   assert.equal(r.success, false)
   assert.equal(r.stdout, 'before\n')
-  assert.match(r.stderr, /Traceback \(most recent call last\):\n {2}File "\/workspace\/\.cell-[0-9a-f]{8}\.py", line 4, in <module>/)
+  assert.match(
+    r.stderr,
+    /Traceback \(most recent call last\):\n {2}File "\/workspace\/\.cell-[0-9a-f]{8}\.py", line 4, in <module>/,
+  )
   assert.match(r.stderr, /KeyError: 'missing'/)
   assert.doesNotMatch(r.stderr, /\.run-|_run\(|exec\(/, 'no frame of the runner')
   assert.equal(r.error.name, 'KeyError')
@@ -248,10 +279,19 @@ test('an uncaught KeyboardInterrupt exits as plain python3 does', async () => {
 
 test('helper files never show in result.files and are gone after the call', async () => {
   const r = await sbx.runCode('open("made.txt", "w").write("x")\nimport os\nsorted(os.listdir("."))')
-  assert.deepEqual(r.files.map((f) => f.path), ['made.txt'])
+  assert.deepEqual(
+    r.files.map((f) => f.path),
+    ['made.txt'],
+  )
   assert.match(r.results[0].text, /\.cell-[0-9a-f]{8}\.py/, 'the cell file exists while it runs')
-  assert.deepEqual(rootNames().filter((n) => /^\.(cell|run|res)-/.test(n)), [])
-  assert.deepEqual((await sbx.listFiles()).map((f) => f.path), ['made.txt'])
+  assert.deepEqual(
+    rootNames().filter((n) => /^\.(cell|run|res)-/.test(n)),
+    [],
+  )
+  assert.deepEqual(
+    (await sbx.listFiles()).map((f) => f.path),
+    ['made.txt'],
+  )
   fs.unlinkSync(path.join(sbx.workspacePath, 'made.txt'))
 })
 
@@ -259,12 +299,18 @@ test('helper files are gone after a timeout and after an abort too', async () =>
   const t = await sbx.runCode('import time\ntime.sleep(30)', { timeoutS: 1 })
   assert.equal(t.fault.type, 'timeout')
   assert.deepEqual(t.results, [])
-  assert.deepEqual(rootNames().filter((n) => /^\.(cell|run|res)-/.test(n)), [])
+  assert.deepEqual(
+    rootNames().filter((n) => /^\.(cell|run|res)-/.test(n)),
+    [],
+  )
   const ac = new AbortController()
   const p = sbx.runCode('import time\ntime.sleep(30)', { signal: ac.signal })
   setTimeout(() => ac.abort(), 300)
   await assert.rejects(p, { name: 'AbortError' })
-  assert.deepEqual(rootNames().filter((n) => /^\.(cell|run|res)-/.test(n)), [])
+  assert.deepEqual(
+    rootNames().filter((n) => /^\.(cell|run|res)-/.test(n)),
+    [],
+  )
 })
 
 test('a missing results file gives results [] and an intact result', async () => {
@@ -289,7 +335,10 @@ print("ran")
 }
 
 test('a malformed results file gives results [] and an intact result', async () => {
-  for (const body of ['    open(res, "w").write("{not json\\n[1,2]\\n\\"s\\"\\nnull")', '    open(res, "w").write(\'{"data": "x"}\\n{"data": {"text/plain": 5}}\')']) {
+  for (const body of [
+    '    open(res, "w").write("{not json\\n[1,2]\\n\\"s\\"\\nnull")',
+    '    open(res, "w").write(\'{"data": "x"}\\n{"data": {"text/plain": 5}}\')',
+  ]) {
     const r = await sbx.runCode(afterRunner(body))
     assert.equal(r.exitCode, 0, r.stderr)
     assert.equal(r.stdout, 'ran\n')
@@ -316,14 +365,20 @@ test('a results file that is a link or a FIFO is not followed and does not hang'
   const fifo = await sbx.runCode(afterRunner('    import os\n    os.unlink(res)\n    os.mkfifo(res)'))
   assert.equal(fifo.exitCode, 0, fifo.stderr)
   assert.deepEqual(fifo.results, [])
-  assert.deepEqual(rootNames().filter((n) => /^\.(cell|run|res)-/.test(n)), [])
+  assert.deepEqual(
+    rootNames().filter((n) => /^\.(cell|run|res)-/.test(n)),
+    [],
+  )
   fs.unlinkSync(path.join(sbx.workspacePath, 'fake.json'))
 })
 
 test('onResult fires for each result, in order, before runCode resolves', async () => {
   const seen = []
   const r = await sbx.runCode('display("a")\ndisplay("b")\n"c"', { onResult: (x) => seen.push(x) })
-  assert.deepEqual(seen.map((x) => x.text), ["'a'", "'b'", "'c'"])
+  assert.deepEqual(
+    seen.map((x) => x.text),
+    ["'a'", "'b'", "'c'"],
+  )
   assert.deepEqual(seen, r.results)
   // A throwing callback does not break the call.
   const r2 = await sbx.runCode('1', {

@@ -15,13 +15,21 @@ const { Sandbox, SandboxError } = kern
 /** A session whose workspace holds `mib` MiB of random bytes in 8 files, plus a small text file. */
 async function filled(mib) {
   const s = await new Sandbox({ timeoutS: 60 }).open()
-  const r = await s.run(['sh', '-c', `for i in 1 2 3 4 5 6 7 8; do head -c ${(mib << 20) / 8} /dev/urandom > blob$i; done; mkdir -p d && echo text > d/t.txt`])
+  const r = await s.run([
+    'sh',
+    '-c',
+    `for i in 1 2 3 4 5 6 7 8; do head -c ${(mib << 20) / 8} /dev/urandom > blob$i; done; mkdir -p d && echo text > d/t.txt`,
+  ])
   assert.equal(r.exitCode, 0, r.stderr)
   return s
 }
 
 /** Settles `p` into { value } or { error }, never throwing. */
-const settle = (p) => p.then((value) => ({ value }), (error) => ({ error }))
+const settle = (p) =>
+  p.then(
+    (value) => ({ value }),
+    (error) => ({ error }),
+  )
 const leftovers = (dir) => fs.readdirSync(dir).filter((n) => n.endsWith('.partial'))
 
 test('the twins return promises and make the same archive as the synchronous methods', async () => {
@@ -33,7 +41,11 @@ test('the twins return promises and make the same archive as the synchronous met
     assert.ok(p instanceof Promise)
     assert.equal(await p, undefined)
     s.snapshot(path.join(dir, 's.tar.gz'))
-    const list = (f) => cp.execFileSync('tar', ['tzf', path.join(dir, f)], { encoding: 'utf8' }).split('\n').sort()
+    const list = (f) =>
+      cp
+        .execFileSync('tar', ['tzf', path.join(dir, f)], { encoding: 'utf8' })
+        .split('\n')
+        .sort()
     assert.deepEqual(list('a.tar.gz'), list('s.tar.gz'))
     assert.equal(await t.restoreAsync(path.join(dir, 'a.tar.gz')), undefined)
     assert.equal((await t.readFile('d/t.txt')).toString(), 'text\n')
@@ -79,7 +91,10 @@ test('the same limits and refusals, as rejections, with no partial archive left'
   try {
     const dir = tmpDir()
     const dest = path.join(dir, 'capped.tar.gz')
-    await assert.rejects(s.snapshotAsync(dest, { maxBytes: 1 << 20 }), (e) => e instanceof SandboxError && /more than 1048576 bytes/.test(e.message))
+    await assert.rejects(
+      s.snapshotAsync(dest, { maxBytes: 1 << 20 }),
+      (e) => e instanceof SandboxError && /more than 1048576 bytes/.test(e.message),
+    )
     assert.deepEqual(fs.readdirSync(dir), [])
     await assert.rejects(s.snapshotAsync(path.join(dir, 'no-such-dir', 'x.tar.gz')), SandboxError)
     await assert.rejects(s.snapshotAsync(''), SandboxError)
@@ -90,18 +105,28 @@ test('the same limits and refusals, as rejections, with no partial archive left'
     fs.writeFileSync(notGz, 'not an archive')
     await assert.rejects(t.restoreAsync(notGz), (e) => e instanceof SandboxError && /malformed/.test(e.message))
     s.snapshot(dest)
-    await assert.rejects(t.restoreAsync(dest, { maxBytes: 1 << 20 }), (e) => e instanceof SandboxError && /ceiling/.test(e.message))
+    await assert.rejects(
+      t.restoreAsync(dest, { maxBytes: 1 << 20 }),
+      (e) => e instanceof SandboxError && /ceiling/.test(e.message),
+    )
     const evil = path.join(dir, 'evil.tar.gz')
-    cp.execFileSync('python3', ['-c', `
+    cp.execFileSync('python3', [
+      '-c',
+      `
 import io, sys, tarfile
 with tarfile.open(sys.argv[1], "w:gz") as t:
     ti = tarfile.TarInfo("../escape.txt"); ti.size = 1
     t.addfile(ti, io.BytesIO(b"x"))
-`, evil])
+`,
+      evil,
+    ])
     await assert.rejects(t.restoreAsync(evil), (e) => e instanceof SandboxError && /unsafe path/.test(e.message))
     assert.ok(!fs.existsSync(path.join(path.dirname(t.workspacePath), 'escape.txt')))
     const closed = new Sandbox()
-    await assert.rejects(closed.snapshotAsync(path.join(dir, 'c.tar.gz')), (e) => e instanceof SandboxError && /open the Sandbox first/.test(e.message))
+    await assert.rejects(
+      closed.snapshotAsync(path.join(dir, 'c.tar.gz')),
+      (e) => e instanceof SandboxError && /open the Sandbox first/.test(e.message),
+    )
   } finally {
     await s.close()
     await t.close()

@@ -114,7 +114,9 @@ test('a snapshot of text is no larger than 0.1.1 makes it (zlib level 1 over the
   const rnd = (n) => (seed = (seed * 1103515245 + 12345) % 2147483648) % n
   const rows = []
   for (let i = 0; i < 80_000; i++) {
-    rows.push(`${i},${rnd(100000)},user${rnd(5000)}@example.org,${rnd(1000000) / 100},${['open', 'closed', 'pending'][rnd(3)]}`)
+    rows.push(
+      `${i},${rnd(100000)},user${rnd(5000)}@example.org,${rnd(1000000) / 100},${['open', 'closed', 'pending'][rnd(3)]}`,
+    )
   }
   const s = await new Sandbox().open()
   try {
@@ -243,8 +245,14 @@ const HOSTILE = {
   'dot-dot path': [['../kst-escape.txt', 'file']],
   'nested dot-dot': [['a/../../kst-escape.txt', 'file']],
   symlink: [['link', 'symlink', '/etc']],
-  'symlink then a file through it': [['link', 'symlink', '/tmp'], ['link/kst-through.txt', 'file']],
-  hardlink: [['ok.txt', 'file'], ['hard', 'hardlink', '/etc/passwd']],
+  'symlink then a file through it': [
+    ['link', 'symlink', '/tmp'],
+    ['link/kst-through.txt', 'file'],
+  ],
+  hardlink: [
+    ['ok.txt', 'file'],
+    ['hard', 'hardlink', '/etc/passwd'],
+  ],
   'character device': [['null', 'chr']],
   'block device': [['loop', 'blk']],
   fifo: [['pipe', 'fifo']],
@@ -256,13 +264,17 @@ for (const [what, members] of Object.entries(HOSTILE)) {
     const s = await new Sandbox().open()
     try {
       const parent = path.dirname(s.workspacePath)
-      assert.throws(() => s.restore(archive), (e) => e instanceof SandboxError && e.name === 'SandboxError')
+      assert.throws(
+        () => s.restore(archive),
+        (e) => e instanceof SandboxError && e.name === 'SandboxError',
+      )
       assert.ok(!fs.existsSync('/tmp/kst-abs-escape.txt'))
       assert.ok(!fs.existsSync('/tmp/kst-through.txt'))
       assert.ok(!fs.existsSync(path.join(parent, 'kst-escape.txt')))
       assert.ok(!fs.existsSync(path.join(path.dirname(parent), 'kst-escape.txt')))
       const names = fs.readdirSync(s.workspacePath)
-      for (const n of names) assert.ok(!fs.lstatSync(path.join(s.workspacePath, n)).isSymbolicLink(), `symlink ${n} restored`)
+      for (const n of names)
+        assert.ok(!fs.lstatSync(path.join(s.workspacePath, n)).isSymbolicLink(), `symlink ${n} restored`)
     } finally {
       await s.close()
     }
@@ -270,10 +282,17 @@ for (const [what, members] of Object.entries(HOSTILE)) {
 }
 
 test('restore refuses a directory member with a non-zero size and extracts nothing', async () => {
-  const archive = hostileArchive([['d', 'dir with data', 'hidden'], ['d/f.txt', 'file'], ['top.txt', 'file']])
+  const archive = hostileArchive([
+    ['d', 'dir with data', 'hidden'],
+    ['d/f.txt', 'file'],
+    ['top.txt', 'file'],
+  ])
   const s = await new Sandbox().open()
   try {
-    assert.throws(() => s.restore(archive), (e) => e instanceof SandboxError && /"d".*non-zero size/.test(e.message))
+    assert.throws(
+      () => s.restore(archive),
+      (e) => e instanceof SandboxError && /"d".*non-zero size/.test(e.message),
+    )
     assert.deepEqual(fs.readdirSync(s.workspacePath), [])
   } finally {
     await s.close()
@@ -282,7 +301,10 @@ test('restore refuses a directory member with a non-zero size and extracts nothi
 
 test('restore does not follow a symlink the box planted in the workspace', async () => {
   const outside = tmpDir('kst-outside-')
-  const archive = hostileArchive([['evil', 'dir'], ['evil/pwned.txt', 'file', 'pwned']])
+  const archive = hostileArchive([
+    ['evil', 'dir'],
+    ['evil/pwned.txt', 'file', 'pwned'],
+  ])
   const s = await new Sandbox().open()
   try {
     const r = await s.run(['sh', '-c', `ln -s ${outside} evil`])
@@ -314,7 +336,10 @@ with tarfile.open(sys.argv[1], "w:gz") as t:
   assert.ok(fs.statSync(archive).size < 1 << 20, 'the bomb is small on disk')
   const s = await new Sandbox().open()
   try {
-    assert.throws(() => s.restore(archive, { maxBytes: 1 << 20 }), (e) => e instanceof SandboxError && /ceiling|maxBytes|more than/i.test(e.message))
+    assert.throws(
+      () => s.restore(archive, { maxBytes: 1 << 20 }),
+      (e) => e instanceof SandboxError && /ceiling|maxBytes|more than/i.test(e.message),
+    )
     let size = 0
     try {
       size = fs.statSync(path.join(s.workspacePath, 'zeros.bin')).size
@@ -345,7 +370,11 @@ test('malformed input is a SandboxError: not gzip, truncated, missing, bad maxBy
   const s = await new Sandbox().open()
   try {
     for (const f of [notGz, truncated, garbageTar, path.join(d, 'missing.tar.gz')]) {
-      assert.throws(() => s.restore(f), (e) => e instanceof SandboxError, path.basename(f))
+      assert.throws(
+        () => s.restore(f),
+        (e) => e instanceof SandboxError,
+        path.basename(f),
+      )
     }
     assert.throws(() => s.restore(good, { maxBytes: -1 }), SandboxError)
     assert.throws(() => s.restore(good, { maxBytes: 'big' }), SandboxError)

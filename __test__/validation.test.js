@@ -109,14 +109,34 @@ test('mounts: mode must be ro or rw', () => {
 test('profiles: valid tokens pass, anything that could smuggle a flag is refused', () => {
   new Sandbox({ profiles: ['vcpu:heavy'] })
   new Sandbox({ profiles: ['vcpu:heavy', 'vgpio:leds', 'vdisk:scratch'] })
-  for (const bad of ['--net', 'vgpu:x', 'vcpu:a b', 'vcpu:', 'vcpu:-x', '-v /etc:/etc', 'vcpu:a=b', 'vcpu:a/b', ' vcpu:a']) {
+  for (const bad of [
+    '--net',
+    'vgpu:x',
+    'vcpu:a b',
+    'vcpu:',
+    'vcpu:-x',
+    '-v /etc:/etc',
+    'vcpu:a=b',
+    'vcpu:a/b',
+    ' vcpu:a',
+  ]) {
     throwsSandboxError({ profiles: [bad] }, `profile ${JSON.stringify(bad)}`)
   }
 })
 
 test('egressAllow: bare FQDNs only', () => {
   new Sandbox({ egressAllow: ['pkgs.example.org', 'files.example.net'] })
-  for (const bad of ['localhost', 'http://x.org', 'x.org:443', '*.x.org', 'a.org,b.org', 'x.org/path', 'x .org', '-x.org', 'x.o']) {
+  for (const bad of [
+    'localhost',
+    'http://x.org',
+    'x.org:443',
+    '*.x.org',
+    'a.org,b.org',
+    'x.org/path',
+    'x .org',
+    '-x.org',
+    'x.o',
+  ]) {
     throwsSandboxError({ egressAllow: [bad] }, `domain ${JSON.stringify(bad)}`)
   }
 })
@@ -155,10 +175,9 @@ catch (e) { console.log(JSON.stringify({ threw: true, name: e.name, isSE: e inst
 test('kern found on PATH when KERN_BIN is unset', async () => {
   const d = tmpDir()
   fs.symlinkSync(process.env.KERN_BIN, path.join(d, 'kern'))
-  const r = await runNode(
-    `const kern = require(REPO); new kern.Sandbox(); console.log(JSON.stringify({ ok: true }))`,
-    { env: { KERN_BIN: undefined, PATH: `${d}:/usr/bin:/bin` } },
-  )
+  const r = await runNode(`const kern = require(REPO); new kern.Sandbox(); console.log(JSON.stringify({ ok: true }))`, {
+    env: { KERN_BIN: undefined, PATH: `${d}:/usr/bin:/bin` },
+  })
   assert.equal(r.code, 0, r.stderr)
   assert.deepEqual(lastJson(r.stdout), { ok: true })
 })
@@ -173,7 +192,17 @@ test('image: a value that could read as a flag or carries odd characters is refu
 })
 
 test('caps: memoryMb/pids/cpus must be positive numbers (or null)', () => {
-  for (const [k, v] of [['memoryMb', 0], ['memoryMb', -1], ['memoryMb', NaN], ['memoryMb', 1.5], ['pids', 0], ['pids', 2.5], ['cpus', 0], ['cpus', -2], ['cpus', Infinity]]) {
+  for (const [k, v] of [
+    ['memoryMb', 0],
+    ['memoryMb', -1],
+    ['memoryMb', NaN],
+    ['memoryMb', 1.5],
+    ['pids', 0],
+    ['pids', 2.5],
+    ['cpus', 0],
+    ['cpus', -2],
+    ['cpus', Infinity],
+  ]) {
     throwsSandboxError({ [k]: v }, `${k} ${v}`)
   }
   new Sandbox({ memoryMb: null, pids: null, cpus: null })
@@ -186,12 +215,16 @@ test('options must be an object', () => {
 })
 
 test('capDrop: capabilities(7) names (with or without CAP_, any case) or ALL; anything else is refused naming it', () => {
-  for (const ok of [['ALL'], ['all'], ['NET_RAW', 'cap_sys_admin'], ['CAP_NET_BIND_SERVICE', 'Checkpoint_Restore'], []]) new Sandbox({ capDrop: ok })
+  for (const ok of [['ALL'], ['all'], ['NET_RAW', 'cap_sys_admin'], ['CAP_NET_BIND_SERVICE', 'Checkpoint_Restore'], []])
+    new Sandbox({ capDrop: ok })
   const forty = 'A'.repeat(40)
   for (const bad of [forty, 'NET_RAWR', 'CAP_', 'NET_RAW,SYS_ADMIN', 'ALL ']) {
     assert.throws(
       () => new Sandbox({ capDrop: ['NET_RAW', bad] }),
-      (e) => e instanceof SandboxError && e.message.startsWith('invalid option capDrop:') && e.message.includes(JSON.stringify(bad)),
+      (e) =>
+        e instanceof SandboxError &&
+        e.message.startsWith('invalid option capDrop:') &&
+        e.message.includes(JSON.stringify(bad)),
       bad,
     )
   }
@@ -205,7 +238,10 @@ test('a list option with holes is refused like a wrong element, in JS terms, nam
     for (const v of [[, valid], [valid, , valid], new Array(3)]) {
       assert.throws(
         () => new Sandbox({ [opt]: v }),
-        (e) => e instanceof SandboxError && e.message === `invalid option ${opt}: expected an array of strings, got undefined at index ${v.indexOf(valid) === 0 ? 1 : 0}`,
+        (e) =>
+          e instanceof SandboxError &&
+          e.message ===
+            `invalid option ${opt}: expected an array of strings, got undefined at index ${v.indexOf(valid) === 0 ? 1 : 0}`,
         `${opt}: ${v.length} entries`,
       )
     }
@@ -237,6 +273,7 @@ test('every option default lives natively; the Sandbox, the README and index.d.t
     assert.deepEqual(parse(quoted[1]), value, `index.d.ts default of ${key}`)
   }
   for (const [key, text] of rows) {
-    if (!(key in native) && /^`/.test(text)) assert.fail(`README quotes a default for ${key} that the native side does not have`)
+    if (!(key in native) && /^`/.test(text))
+      assert.fail(`README quotes a default for ${key} that the native side does not have`)
   }
 })

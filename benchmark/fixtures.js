@@ -123,10 +123,7 @@ function chunkKern(dir, n) {
     const r = spawnSync(cc, ['-O2', '-o', bin, src], { stdio: 'ignore' })
     if (r.status === 0) return { bin, kind: `C writer (${cc}), one write(2) per line` }
   }
-  script(
-    bin,
-    `#!/usr/bin/env python3\nimport os\nfor i in range(${n}):\n    os.write(1, b"chunk %07d\\n" % i)\n`,
-  )
+  script(bin, `#!/usr/bin/env python3\nimport os\nfor i in range(${n}):\n    os.write(1, b"chunk %07d\\n" % i)\n`)
   return { bin, kind: 'Python writer, one os.write per line' }
 }
 

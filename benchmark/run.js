@@ -35,7 +35,17 @@ const IMPLS = {
 // arguments
 
 function parseArgs(argv) {
-  const a = { quick: false, rounds: null, only: null, out: path.join(__dirname, 'results.json'), real: true, keep: false, list: false, dir: null, rt: false }
+  const a = {
+    quick: false,
+    rounds: null,
+    only: null,
+    out: path.join(__dirname, 'results.json'),
+    real: true,
+    keep: false,
+    list: false,
+    dir: null,
+    rt: false,
+  }
   for (let i = 0; i < argv.length; i++) {
     const v = argv[i]
     if (v === '--quick') a.quick = true
@@ -48,7 +58,14 @@ function parseArgs(argv) {
     else if (v === '--dir') a.dir = path.resolve(argv[++i])
     else if (v === '--rt') a.rt = true
     else if (v === '--help' || v === '-h') {
-      console.log(fs.readFileSync(__filename, 'utf8').split('\n').slice(2, 15).map((l) => l.replace(/^\/\/ ?/, '')).join('\n'))
+      console.log(
+        fs
+          .readFileSync(__filename, 'utf8')
+          .split('\n')
+          .slice(2, 15)
+          .map((l) => l.replace(/^\/\/ ?/, ''))
+          .join('\n'),
+      )
       process.exit(0)
     } else {
       console.error(`unknown option ${v} (try --help)`)
@@ -61,7 +78,8 @@ function parseArgs(argv) {
 const args = parseArgs(process.argv.slice(2))
 const Q = args.quick
 const ROUNDS = args.rounds || (Q ? 2 : 5)
-const REAL_KERN = args.real && process.env.KERN_BIN && !/\/(true|false)$/.test(process.env.KERN_BIN) ? process.env.KERN_BIN : null
+const REAL_KERN =
+  args.real && process.env.KERN_BIN && !/\/(true|false)$/.test(process.env.KERN_BIN) ? process.env.KERN_BIN : null
 
 // ---------------------------------------------------------------------------------------------
 // small helpers
@@ -116,7 +134,10 @@ function worker(spec, env, timeoutMs = 300000) {
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs)
     child.on('close', (code, signal) => {
       clearTimeout(timer)
-      const line = out.split('\n').reverse().find((l) => l.startsWith(RESULT_TAG))
+      const line = out
+        .split('\n')
+        .reverse()
+        .find((l) => l.startsWith(RESULT_TAG))
       if (line) {
         try {
           return resolve(JSON.parse(line.slice(RESULT_TAG.length)))
@@ -182,11 +203,16 @@ const TRUE_BIN = '/bin/true'
 
 /** Pools per-call samples over the rounds. */
 async function callRows(id, { kern, n, warmup, sandbox = {}, stalls = false, impls = ['ours', 'ref'], extra = {} }) {
-  const acc = Object.fromEntries(impls.map((i) => [i, { samples: [], roundMedians: [], cpuPerCall: [], failed: 0, errors: [], stalls: [], files: 0 }]))
+  const acc = Object.fromEntries(
+    impls.map((i) => [
+      i,
+      { samples: [], roundMedians: [], cpuPerCall: [], failed: 0, errors: [], stalls: [], files: 0 },
+    ]),
+  )
   for (let r = 0; r < ROUNDS; r++) {
     for (const impl of order(impls, r)) {
       const res = await worker(
-        { mode: 'calls', impl, module: IMPLS[impl], n, warmup, sandbox, stalls, ...(extra[impl] || {}) },
+        { mode: 'calls', impl, module: IMPLS[impl], n, warmup, sandbox, stalls, ...extra[impl] },
         baseEnv(kern),
       )
       const a = acc[impl]
@@ -202,7 +228,9 @@ async function callRows(id, { kern, n, warmup, sandbox = {}, stalls = false, imp
       if (res.lastError) a.errors.push(res.lastError)
       if (res.stalls) a.stalls.push(res.stalls)
     }
-    log(`  ${id} round ${r + 1}/${ROUNDS}: ` + impls.map((i) => `${i} ${fmt(acc[i].roundMedians.at(-1))} ms`).join(', '))
+    log(
+      `  ${id} round ${r + 1}/${ROUNDS}: ` + impls.map((i) => `${i} ${fmt(acc[i].roundMedians.at(-1))} ms`).join(', '),
+    )
   }
   for (const i of impls) {
     const a = acc[i]
@@ -232,7 +260,11 @@ async function oneShotRows(id, mode, { kern, specFor, impls = ['ours', 'ref'], a
     }
     const last = (i) => acc[i].runs.at(-1)
     const show = (i) =>
-      !last(i) ? 'error' : last(i).reps ? `${fmt(median(last(i).reps.map((x) => x.callsPerS)))} calls/s` : `${fmt(last(i).ms)} ms`
+      !last(i)
+        ? 'error'
+        : last(i).reps
+          ? `${fmt(median(last(i).reps.map((x) => x.callsPerS)))} calls/s`
+          : `${fmt(last(i).ms)} ms`
     log(`  ${id} round ${r + 1}/${ROUNDS}: ` + impls.map((i) => `${i} ${show(i)}`).join(', '))
   }
   for (const i of impls) acc[i].errors = [...new Set(acc[i].errors)].slice(0, 3)
@@ -266,7 +298,15 @@ const ROWS = [
           // Under load the C loop waits for a CPU too and the floor means little: shown only when
           // it is below both medians.
           floor != null && over(a.ours.median) > 0 && over(a.ref.median) > 0
-            ? line('', `over the floor (${fmt(floor)} ms)`, over(a.ours.median), over(a.ref.median), 'lower', null, '(info)')
+            ? line(
+                '',
+                `over the floor (${fmt(floor)} ms)`,
+                over(a.ours.median),
+                over(a.ref.median),
+                'lower',
+                null,
+                '(info)',
+              )
             : null,
           failedLine(a),
         ].filter(Boolean),
@@ -287,10 +327,39 @@ const ROWS = [
       return {
         data: a,
         lines: [
-          line('per call, 10,000 workspace files', 'median ms', a.ours.median, a.ref.median, 'lower', 0.1, '<= 0.1x', errs(a)),
+          line(
+            'per call, 10,000 workspace files',
+            'median ms',
+            a.ours.median,
+            a.ref.median,
+            'lower',
+            0.1,
+            '<= 0.1x',
+            errs(a),
+          ),
           line('', 'node CPU ms per call', a.ours.cpuMsPerCall, a.ref.cpuMsPerCall, 'lower', null, '(all threads)'),
-          line('', 'max event-loop stall ms', a.ours.stallMaxMs, a.ref.stallMaxMs, 'none', null, 'ours <= 5 ms', null, a.ours.stallMaxMs != null ? a.ours.stallMaxMs <= 5 : null),
-          line('', '  same, less CPU wait ms', a.ours.ownStallMaxMs, a.ref.ownStallMaxMs, 'none', null, 'ours <= 5 ms', null, a.ours.ownStallMaxMs != null ? a.ours.ownStallMaxMs <= 5 : null),
+          line(
+            '',
+            'max event-loop stall ms',
+            a.ours.stallMaxMs,
+            a.ref.stallMaxMs,
+            'none',
+            null,
+            'ours <= 5 ms',
+            null,
+            a.ours.stallMaxMs != null ? a.ours.stallMaxMs <= 5 : null,
+          ),
+          line(
+            '',
+            '  same, less CPU wait ms',
+            a.ours.ownStallMaxMs,
+            a.ref.ownStallMaxMs,
+            'none',
+            null,
+            'ours <= 5 ms',
+            null,
+            a.ours.ownStallMaxMs != null ? a.ours.ownStallMaxMs <= 5 : null,
+          ),
           line('', '  ELD histogram max ms', a.ours.eldMaxMs, a.ref.eldMaxMs, 'none', null, '(cross-check)'),
           failedLine(a),
         ].filter(Boolean),
@@ -311,10 +380,28 @@ const ROWS = [
       const dest = (impl) => path.join(TMP, `snap-${impl}.tar.gz`)
       // Warm the page cache and produce the archive the restore row uses (ours; the reference
       // must be able to read it, checked there).
-      const warm = await worker({ mode: 'snapshot', impl: 'ours', module: IMPLS.ours, workspace: fixtures.snapWs, dest: path.join(TMP, 'restore-src.tar.gz') }, baseEnv(TRUE_BIN))
+      const warm = await worker(
+        {
+          mode: 'snapshot',
+          impl: 'ours',
+          module: IMPLS.ours,
+          workspace: fixtures.snapWs,
+          dest: path.join(TMP, 'restore-src.tar.gz'),
+        },
+        baseEnv(TRUE_BIN),
+      )
       if (warm.error) {
         log(`  our snapshot failed, the restore row will use the reference's archive: ${warm.error.split('\n')[0]}`)
-        await worker({ mode: 'snapshot', impl: 'ref', module: IMPLS.ref, workspace: fixtures.snapWs, dest: path.join(TMP, 'restore-src.tar.gz') }, baseEnv(TRUE_BIN))
+        await worker(
+          {
+            mode: 'snapshot',
+            impl: 'ref',
+            module: IMPLS.ref,
+            workspace: fixtures.snapWs,
+            dest: path.join(TMP, 'restore-src.tar.gz'),
+          },
+          baseEnv(TRUE_BIN),
+        )
       }
       fixtures.restoreSrc = path.join(TMP, 'restore-src.tar.gz')
       sync()
@@ -332,8 +419,27 @@ const ROWS = [
         summary: s,
         lines: [
           line('snapshot 200 MiB + 2,000 files', 'median ms', s.ours.ms, s.ref.ms, 'lower', 0.2, '<= 0.2x', errs(a)),
-          line('', 'peak RSS growth MiB (max)', mib(s.ours.growthMax), mib(s.ref.growthMax), 'none', null, 'ours <= 64 MiB', null, s.ours.growthMax != null ? s.ours.growthMax <= 64 * MiB : null),
-          line('', 'archive MiB', mib(s.ours.archiveBytes), mib(s.ref.archiveBytes), 'lower', 1.05, '<= 1.05x', errs(a)),
+          line(
+            '',
+            'peak RSS growth MiB (max)',
+            mib(s.ours.growthMax),
+            mib(s.ref.growthMax),
+            'none',
+            null,
+            'ours <= 64 MiB',
+            null,
+            s.ours.growthMax != null ? s.ours.growthMax <= 64 * MiB : null,
+          ),
+          line(
+            '',
+            'archive MiB',
+            mib(s.ours.archiveBytes),
+            mib(s.ref.archiveBytes),
+            'lower',
+            1.05,
+            '<= 1.05x',
+            errs(a),
+          ),
         ],
       }
     },
@@ -344,8 +450,15 @@ const ROWS = [
     async run() {
       if (!fixtures.restoreSrc || !fs.existsSync(fixtures.restoreSrc)) {
         fixtures.restoreSrc = path.join(TMP, 'restore-src.tar.gz')
-        const w = await worker({ mode: 'snapshot', impl: 'ours', module: IMPLS.ours, workspace: fixtures.snapWs, dest: fixtures.restoreSrc }, baseEnv(TRUE_BIN))
-        if (w.error) await worker({ mode: 'snapshot', impl: 'ref', module: IMPLS.ref, workspace: fixtures.snapWs, dest: fixtures.restoreSrc }, baseEnv(TRUE_BIN))
+        const w = await worker(
+          { mode: 'snapshot', impl: 'ours', module: IMPLS.ours, workspace: fixtures.snapWs, dest: fixtures.restoreSrc },
+          baseEnv(TRUE_BIN),
+        )
+        if (w.error)
+          await worker(
+            { mode: 'snapshot', impl: 'ref', module: IMPLS.ref, workspace: fixtures.snapWs, dest: fixtures.restoreSrc },
+            baseEnv(TRUE_BIN),
+          )
       }
       const target = (impl) => path.join(TMP, `ws-restore-${impl}`)
       const a = await oneShotRows('restore', 'restore', {
@@ -354,14 +467,26 @@ const ROWS = [
         after: () => sync(),
       })
       const s = summarize(a, ['ms', 'growth', 'restoredFiles', 'restoredBytes'])
-      const complete = (i) => a[i].runs.length > 0 && a[i].runs.every((r) => r.restoredFiles === fixtures.snapDu.files && r.restoredBytes === fixtures.snapDu.bytes)
+      const complete = (i) =>
+        a[i].runs.length > 0 &&
+        a[i].runs.every((r) => r.restoredFiles === fixtures.snapDu.files && r.restoredBytes === fixtures.snapDu.bytes)
       return {
         data: a,
         summary: s,
         lines: [
           line('restore of that snapshot', 'median ms', s.ours.ms, s.ref.ms, 'lower', 0.3, '<= 0.3x', errs(a)),
           line('', 'peak RSS growth MiB (max)', mib(s.ours.growthMax), mib(s.ref.growthMax), 'none', null, ''),
-          line('', 'all files restored', complete('ours'), complete('ref'), 'none', null, 'ours complete', null, complete('ours')),
+          line(
+            '',
+            'all files restored',
+            complete('ours'),
+            complete('ref'),
+            'none',
+            null,
+            'ours complete',
+            null,
+            complete('ours'),
+          ),
         ],
       }
     },
@@ -378,9 +503,38 @@ const ROWS = [
         data: a,
         summary: s,
         lines: [
-          line('256 MiB flood, 64 MiB cap [fake kern]', 'median ms', s.ours.ms, s.ref.ms, 'lower', 0.6, '<= 0.6x', errs(a)),
-          line('', 'peak RSS growth MiB (max)', mib(s.ours.growthMax), mib(s.ref.growthMax), 'none', null, 'ours <= 96 MiB', null, s.ours.growthMax != null ? s.ours.growthMax <= cap + 32 * MiB : null),
-          line('', 'kept 64 MiB, truncated', capped('ours'), capped('ref'), 'none', null, 'ours yes', null, capped('ours')),
+          line(
+            '256 MiB flood, 64 MiB cap [fake kern]',
+            'median ms',
+            s.ours.ms,
+            s.ref.ms,
+            'lower',
+            0.6,
+            '<= 0.6x',
+            errs(a),
+          ),
+          line(
+            '',
+            'peak RSS growth MiB (max)',
+            mib(s.ours.growthMax),
+            mib(s.ref.growthMax),
+            'none',
+            null,
+            'ours <= 96 MiB',
+            null,
+            s.ours.growthMax != null ? s.ours.growthMax <= cap + 32 * MiB : null,
+          ),
+          line(
+            '',
+            'kept 64 MiB, truncated',
+            capped('ours'),
+            capped('ref'),
+            'none',
+            null,
+            'ours yes',
+            null,
+            capped('ours'),
+          ),
         ],
       }
     },
@@ -392,13 +546,23 @@ const ROWS = [
       const n = 100000
       const a = await oneShotRows('stream', 'stream', { kern: fixtures.chunkKern.bin, specFor: () => ({ n }) })
       const s = summarize(a, ['ms', 'linesPerS', 'callbacks'])
-      const all = (i) => a[i].runs.length > 0 && a[i].runs.every((r) => r.inOrder && r.deliveredLines === n && r.resultStdoutMatches)
+      const all = (i) =>
+        a[i].runs.length > 0 && a[i].runs.every((r) => r.inOrder && r.deliveredLines === n && r.resultStdoutMatches)
       const lost = (i) => a[i].runs.map((r) => r.expectedBytes - r.deliveredBytes)
       return {
         data: a,
         summary: s,
         lines: [
-          line('stream 100,000 chunks via onStdout [fake kern]', 'chunks/s (median)', s.ours.linesPerS, s.ref.linesPerS, 'higher', null, 'report', errs(a)),
+          line(
+            'stream 100,000 chunks via onStdout [fake kern]',
+            'chunks/s (median)',
+            s.ours.linesPerS,
+            s.ref.linesPerS,
+            'higher',
+            null,
+            'report',
+            errs(a),
+          ),
           line('', 'all delivered, in order', all('ours'), all('ref'), 'none', null, 'ours yes', null, all('ours')),
           line('', 'bytes lost (max)', max(lost('ours')), max(lost('ref')), 'none', null, ''),
           line('', 'onStdout calls (median)', s.ours.callbacks, s.ref.callbacks, 'none', null, ''),
@@ -411,15 +575,28 @@ const ROWS = [
     title: 'streaming 100,000 chunks to a slow consumer (JS thread busy 300 ms, then 20 us per chunk)',
     async run() {
       const n = 100000
-      const a = await oneShotRows('streamslow', 'stream', { kern: fixtures.chunkKern.bin, specFor: () => ({ n, blockMs: 300, perChunkUs: 20 }) })
-      const all = (i) => a[i].runs.length > 0 && a[i].runs.every((r) => r.inOrder && r.deliveredLines === n && r.resultStdoutMatches)
+      const a = await oneShotRows('streamslow', 'stream', {
+        kern: fixtures.chunkKern.bin,
+        specFor: () => ({ n, blockMs: 300, perChunkUs: 20 }),
+      })
+      const all = (i) =>
+        a[i].runs.length > 0 && a[i].runs.every((r) => r.inOrder && r.deliveredLines === n && r.resultStdoutMatches)
       const lost = (i) => a[i].runs.map((r) => r.expectedBytes - r.deliveredBytes)
       const s = summarize(a, ['ms', 'callbacks'])
       return {
         data: a,
         summary: s,
         lines: [
-          line('stream to a slow consumer [fake kern]', 'median ms', s.ours.ms, s.ref.ms, 'lower', null, 'report', errs(a)),
+          line(
+            'stream to a slow consumer [fake kern]',
+            'median ms',
+            s.ours.ms,
+            s.ref.ms,
+            'lower',
+            null,
+            'report',
+            errs(a),
+          ),
           line('', 'all delivered, in order', all('ours'), all('ref'), 'none', null, 'ours yes', null, all('ours')),
           line('', 'bytes lost (max)', max(lost('ours')), max(lost('ref')), 'none', null, ''),
         ],
@@ -507,7 +684,14 @@ const ROWS = [
     title: '64 parallel calls on one session, real kern',
     async run() {
       // kern itself is the bottleneck here: the figure that matters is how many calls succeed.
-      return parallelRow('parallel64real', REAL_KERN, Q ? 1 : 2, '64 parallel calls, real kern', { workspace: fixtures.realWs }, null)
+      return parallelRow(
+        'parallel64real',
+        REAL_KERN,
+        Q ? 1 : 2,
+        '64 parallel calls, real kern',
+        { workspace: fixtures.realWs },
+        null,
+      )
     },
   },
 ]
@@ -518,7 +702,10 @@ let bareTpl = null
 async function bareTemplate() {
   if (bareTpl) return bareTpl
   const rec = fx.argvRecorderKern(TMP)
-  const r = await worker({ mode: 'argv', impl: 'ours', module: IMPLS.ours, workspace: fixtures.realWs }, baseEnv(rec.bin))
+  const r = await worker(
+    { mode: 'argv', impl: 'ours', module: IMPLS.ours, workspace: fixtures.realWs },
+    baseEnv(rec.bin),
+  )
   if (r.error || !fs.existsSync(rec.out)) throw new Error(`could not record our argv: ${r.error || 'nothing recorded'}`)
   const argv = fs.readFileSync(rec.out, 'utf8').split('\0').slice(0, -1)
   const envBody = fs.existsSync(rec.out + '.env') ? fs.readFileSync(rec.out + '.env', 'utf8') : ''
@@ -568,7 +755,10 @@ async function kernelRow() {
       a.closeMs.push(res.closeMs)
       a.cpu.push(res.cpuMsPerCall)
     }
-    log(`  kernel round ${r + 1}/${ROUNDS}: ` + impls.map((i) => `${i} ${fmt(median(acc[i].cells.trivial?.samples || []))} ms`).join(', '))
+    log(
+      `  kernel round ${r + 1}/${ROUNDS}: ` +
+        impls.map((i) => `${i} ${fmt(median(acc[i].cells.trivial?.samples || []))} ms`).join(', '),
+    )
   }
   for (const i of impls) {
     const a = acc[i]
@@ -587,15 +777,49 @@ async function kernelRow() {
   return {
     data: acc,
     lines: [
-      line('warm kernel vs 0.1.23: `x = 1 + 1`', 'median ms', m('ours', 'trivial'), m('ref23', 'trivial'), 'lower', 0.5, '<= 0.5x', errs(e)),
+      line(
+        'warm kernel vs 0.1.23: `x = 1 + 1`',
+        'median ms',
+        m('ours', 'trivial'),
+        m('ref23', 'trivial'),
+        'lower',
+        0.5,
+        '<= 0.5x',
+        errs(e),
+      ),
       line('  `sum(range(1000))`', 'median ms', m('ours', 'sum1000'), m('ref23', 'sum1000'), 'lower', 0.5, '<= 0.5x'),
-      line('  a cell printing 100 kB', 'median ms', m('ours', 'print100k'), m('ref23', 'print100k'), 'lower', 0.5, '<= 0.5x'),
+      line(
+        '  a cell printing 100 kB',
+        'median ms',
+        m('ours', 'print100k'),
+        m('ref23', 'print100k'),
+        'lower',
+        0.5,
+        '<= 0.5x',
+      ),
       line('  close()', 'median ms', acc.ours.closeMs, acc.ref23.closeMs, 'lower', null, '< 150 ms'),
       line('', 'node CPU ms per cell', acc.ours.cpuMsPerCall, acc.ref23.cpuMsPerCall, 'lower', null, '(all threads)'),
       // The reference column here is the pipe floor, not a package.
-      line('warm kernel vs the pipe floor: `x = 1 + 1`', 'median ms', m('ours', 'trivial'), m('floor', 'trivial'), 'lower', 2, '<= 2x (aim 1.5x)', errs(ef)),
+      line(
+        'warm kernel vs the pipe floor: `x = 1 + 1`',
+        'median ms',
+        m('ours', 'trivial'),
+        m('floor', 'trivial'),
+        'lower',
+        2,
+        '<= 2x (aim 1.5x)',
+        errs(ef),
+      ),
       line('  `sum(range(1000))`', 'median ms', m('ours', 'sum1000'), m('floor', 'sum1000'), 'lower', null, ''),
-      line('  a cell printing 100 kB', 'median ms', m('ours', 'print100k'), m('floor', 'print100k'), 'lower', 2, '<= 2x'),
+      line(
+        '  a cell printing 100 kB',
+        'median ms',
+        m('ours', 'print100k'),
+        m('floor', 'print100k'),
+        'lower',
+        2,
+        '<= 2x',
+      ),
       line('', 'node CPU ms per cell', acc.ours.cpuMsPerCall, acc.floor.cpuMsPerCall, 'lower', null, '(all threads)'),
     ],
   }
@@ -624,7 +848,16 @@ async function chartsRow() {
     const names = r % 2 ? ['pngOnly', 'withChart'] : ['withChart', 'pngOnly']
     const cells = Object.fromEntries(names.map((n) => [n, CHART_CELLS[n]]))
     const res = await worker(
-      { mode: 'kernel', impl: 'ours', module: IMPLS.ours, cells, interleave: true, n: Q ? 10 : 30, warmup: 3, sandbox: { workspace: fixtures.realWs } },
+      {
+        mode: 'kernel',
+        impl: 'ours',
+        module: IMPLS.ours,
+        cells,
+        interleave: true,
+        n: Q ? 10 : 30,
+        warmup: 3,
+        sandbox: { workspace: fixtures.realWs },
+      },
       baseEnv(REAL_KERN),
     )
     if (res.error) {
@@ -632,7 +865,9 @@ async function chartsRow() {
       continue
     }
     for (const n of names) samples[n].push(...res.cells[n].samples)
-    log(`  charts round ${r + 1}/${ROUNDS}: with chart ${fmt(median(samples.withChart))} ms, PNG only ${fmt(median(samples.pngOnly))} ms`)
+    log(
+      `  charts round ${r + 1}/${ROUNDS}: with chart ${fmt(median(samples.withChart))} ms, PNG only ${fmt(median(samples.pngOnly))} ms`,
+    )
   }
   const withChart = median(samples.withChart)
   const pngOnly = median(samples.pngOnly)
@@ -640,7 +875,16 @@ async function chartsRow() {
   return {
     data: { withChart, pngOnly, calls: samples.withChart.length, errors },
     lines: [
-      line('1,000-point line chart cell: PNG + chart vs PNG only', 'median ms', withChart, pngOnly, 'lower', 1.1, '<= 1.10x', errs(e)),
+      line(
+        '1,000-point line chart cell: PNG + chart vs PNG only',
+        'median ms',
+        withChart,
+        pngOnly,
+        'lower',
+        1.1,
+        '<= 1.10x',
+        errs(e),
+      ),
     ],
   }
 }
@@ -688,7 +932,17 @@ async function jsKernelRow() {
       }
     }
     const st = await worker(
-      { mode: 'kernelStart', impl: 'ours', module: IMPLS.ours, language: 'javascript', cell: '1', command: ['node', '-e', ''], n: Q ? 5 : 15, warmup: 2, sandbox: { workspace: fixtures.realWs } },
+      {
+        mode: 'kernelStart',
+        impl: 'ours',
+        module: IMPLS.ours,
+        language: 'javascript',
+        cell: '1',
+        command: ['node', '-e', ''],
+        n: Q ? 5 : 15,
+        warmup: 2,
+        sandbox: { workspace: fixtures.realWs },
+      },
       baseEnv(REAL_KERN),
     )
     if (st.error) start.errors.push(st.error)
@@ -697,9 +951,15 @@ async function jsKernelRow() {
       start.box.push(...st.box)
       start.failed += st.failed
     }
-    log(`  js kernel round ${r + 1}/${ROUNDS}: ` + langs.map((l) => `${l} ${fmt(median(acc[l].cells.trivial?.samples || []))} ms`).join(', '))
+    log(
+      `  js kernel round ${r + 1}/${ROUNDS}: ` +
+        langs.map((l) => `${l} ${fmt(median(acc[l].cells.trivial?.samples || []))} ms`).join(', '),
+    )
   }
-  const ts = await worker({ mode: 'tsPrepare', impl: 'ours', module: IMPLS.ours, lines: 1000, n: Q ? 30 : 100, warmup: 20 }, baseEnv(REAL_KERN))
+  const ts = await worker(
+    { mode: 'tsPrepare', impl: 'ours', module: IMPLS.ours, lines: 1000, n: Q ? 30 : 100, warmup: 20 },
+    baseEnv(REAL_KERN),
+  )
   const m = (l, name) => median(acc[l].cells[name]?.samples || [])
   const e = { ours: { errors: acc.javascript.errors }, ref: { errors: acc.python.errors } }
   const ef = { ours: { errors: acc.javascript.errors }, floor: { errors: acc.jsfloor.errors } }
@@ -708,15 +968,83 @@ async function jsKernelRow() {
   const strip = ts.error ? null : median(ts.strip)
   const prep = ts.error ? null : median(ts.prepare)
   return {
-    data: { acc: { javascript: { errors: acc.javascript.errors }, python: { errors: acc.python.errors }, jsfloor: { errors: acc.jsfloor.errors } }, medians: { js: [m('javascript', 'trivial'), m('javascript', 'print100k')], py: [m('python', 'trivial'), m('python', 'print100k')], jsfloor: [m('jsfloor', 'trivial'), m('jsfloor', 'print100k')] }, start: { kernel: startK, box: startB, failed: start.failed, errors: start.errors }, ts: { strip, prepare: prep, error: ts.error } },
+    data: {
+      acc: {
+        javascript: { errors: acc.javascript.errors },
+        python: { errors: acc.python.errors },
+        jsfloor: { errors: acc.jsfloor.errors },
+      },
+      medians: {
+        js: [m('javascript', 'trivial'), m('javascript', 'print100k')],
+        py: [m('python', 'trivial'), m('python', 'print100k')],
+        jsfloor: [m('jsfloor', 'trivial'), m('jsfloor', 'print100k')],
+      },
+      start: { kernel: startK, box: startB, failed: start.failed, errors: start.errors },
+      ts: { strip, prepare: prep, error: ts.error },
+    },
     lines: [
-      line('JS kernel vs Python kernel (ref column): `x = 1 + 1`', 'median ms', m('javascript', 'trivial'), m('python', 'trivial'), 'lower', 1, '<= 1x', errs(e)),
-      line('  a cell writing 100 kB', 'median ms', m('javascript', 'print100k'), m('python', 'print100k'), 'lower', 1, '<= 1x'),
+      line(
+        'JS kernel vs Python kernel (ref column): `x = 1 + 1`',
+        'median ms',
+        m('javascript', 'trivial'),
+        m('python', 'trivial'),
+        'lower',
+        1,
+        '<= 1x',
+        errs(e),
+      ),
+      line(
+        '  a cell writing 100 kB',
+        'median ms',
+        m('javascript', 'print100k'),
+        m('python', 'print100k'),
+        'lower',
+        1,
+        '<= 1x',
+      ),
       // The reference column here is the JavaScript pipe floor, not a package.
-      line('JS kernel vs the JS pipe floor: `x = 1 + 1`', 'median ms', m('javascript', 'trivial'), m('jsfloor', 'trivial'), 'lower', 2, '<= 2x', errs(ef)),
-      line('  a cell writing 100 kB', 'median ms', m('javascript', 'print100k'), m('jsfloor', 'print100k'), 'lower', 2, '<= 2x'),
-      line('JS kernel start to first result vs one-shot `node -e ""` box', 'median ms', startK, startB, 'lower', 1.5, '<= 1.5x', start.errors.length || start.failed ? { ours: { errors: start.errors.length ? start.errors : [`${start.failed} failed`] } } : null),
-      line('type stripping, 1,000-line TS cell (amaro strip-only)', 'median ms', strip, null, 'none', null, '<= 5 ms', ts.error ? { ours: { errors: [ts.error] } } : null, strip == null ? undefined : strip <= 5),
+      line(
+        'JS kernel vs the JS pipe floor: `x = 1 + 1`',
+        'median ms',
+        m('javascript', 'trivial'),
+        m('jsfloor', 'trivial'),
+        'lower',
+        2,
+        '<= 2x',
+        errs(ef),
+      ),
+      line(
+        '  a cell writing 100 kB',
+        'median ms',
+        m('javascript', 'print100k'),
+        m('jsfloor', 'print100k'),
+        'lower',
+        2,
+        '<= 2x',
+      ),
+      line(
+        'JS kernel start to first result vs one-shot `node -e ""` box',
+        'median ms',
+        startK,
+        startB,
+        'lower',
+        1.5,
+        '<= 1.5x',
+        start.errors.length || start.failed
+          ? { ours: { errors: start.errors.length ? start.errors : [`${start.failed} failed`] } }
+          : null,
+      ),
+      line(
+        'type stripping, 1,000-line TS cell (amaro strip-only)',
+        'median ms',
+        strip,
+        null,
+        'none',
+        null,
+        '<= 5 ms',
+        ts.error ? { ours: { errors: [ts.error] } } : null,
+        strip == null ? undefined : strip <= 5,
+      ),
       line('  whole cell preparation (strip + rewrite)', 'median ms', prep, null, 'none', null, 'report'),
     ],
   }
@@ -730,7 +1058,10 @@ async function e2bRow() {
   const errors = []
   let failed = 0
   for (let r = 0; r < ROUNDS; r++) {
-    const res = await worker({ mode: 'e2b', module: IMPLS.ours, n: Q ? 5 : 15, warmup: 1, cells: Q ? 100 : 500 }, baseEnv(REAL_KERN))
+    const res = await worker(
+      { mode: 'e2b', module: IMPLS.ours, n: Q ? 5 : 15, warmup: 1, cells: Q ? 100 : 500 },
+      baseEnv(REAL_KERN),
+    )
     if (res.error) {
       errors.push(res.error)
       continue
@@ -738,16 +1069,30 @@ async function e2bRow() {
     first.push(...res.first)
     later.push(...res.later)
     failed += res.failed
-    log(`  e2b round ${r + 1}/${ROUNDS}: create + first cell ${fmt(median(res.first))} ms, later cells ${fmt(median(res.later))} ms`)
+    log(
+      `  e2b round ${r + 1}/${ROUNDS}: create + first cell ${fmt(median(res.first))} ms, later cells ${fmt(median(res.later))} ms`,
+    )
   }
   const m1 = median(first)
   const e = errors.length ? [errors[0].split('\n')[0]] : null
   return {
     data: { firstMs: m1, firstMaxMs: max(first), laterMs: median(later), failed, errors: errors.slice(0, 3) },
     lines: [
-      line("e2b: Sandbox.create() + runCode('1 + 1')", 'median ms', m1, null, 'none', null, '<= 100 ms', e, m1 == null ? undefined : m1 <= 100),
+      line(
+        "e2b: Sandbox.create() + runCode('1 + 1')",
+        'median ms',
+        m1,
+        null,
+        'none',
+        null,
+        '<= 100 ms',
+        e,
+        m1 == null ? undefined : m1 <= 100,
+      ),
       line("  later cells (runCode('x = 1 + 1'))", 'median ms', median(later), null, 'none', null, 'report'),
-      failed ? { row: '', metric: 'failed calls', ours: String(failed), ref: '', ratio: '', target: '', result: '' } : null,
+      failed
+        ? { row: '', metric: 'failed calls', ours: String(failed), ref: '', ratio: '', target: '', result: '' }
+        : null,
     ].filter(Boolean),
   }
 }
@@ -774,7 +1119,16 @@ async function pyRunnerRow() {
   return {
     data: a,
     lines: [
-      line('one-shot Python runCode vs 0.1.23', 'median ms', a.ours.median, a.ref23.median, 'lower', null, '', errs({ ours: a.ours, ref: a.ref23 })),
+      line(
+        'one-shot Python runCode vs 0.1.23',
+        'median ms',
+        a.ours.median,
+        a.ref23.median,
+        'lower',
+        null,
+        '',
+        errs({ ours: a.ours, ref: a.ref23 }),
+      ),
       {
         row: '  what the runner adds over plain python3 -c',
         metric: 'ms',
@@ -807,10 +1161,37 @@ async function parallelRow(id, kern, reps, title, sandbox = {}, target = 3) {
     data: a,
     summary: s,
     lines: [
-      line(title, 'calls/s (median)', s.ours.callsPerS, s.ref.callsPerS, 'higher', target, target ? `>= ${target}x` : 'report', errs(a)),
-      line('', 'succeeded', `${s.ours.ok}/${s.ours.total}`, `${s.ref.ok}/${s.ref.total}`, 'none', null, 'ours all', null, allOk),
+      line(
+        title,
+        'calls/s (median)',
+        s.ours.callsPerS,
+        s.ref.callsPerS,
+        'higher',
+        target,
+        target ? `>= ${target}x` : 'report',
+        errs(a),
+      ),
+      line(
+        '',
+        'succeeded',
+        `${s.ours.ok}/${s.ours.total}`,
+        `${s.ref.ok}/${s.ref.total}`,
+        'none',
+        null,
+        'ours all',
+        null,
+        allOk,
+      ),
       s.ref.firstFailure || s.ours.firstFailure
-        ? { row: '', metric: 'first failure', ours: short(s.ours.firstFailure), ref: short(s.ref.firstFailure), ratio: '', target: '', result: '' }
+        ? {
+            row: '',
+            metric: 'first failure',
+            ours: short(s.ours.firstFailure),
+            ref: short(s.ref.firstFailure),
+            ratio: '',
+            target: '',
+            result: '',
+          }
         : null,
     ].filter(Boolean),
   }
@@ -844,7 +1225,18 @@ function errs(a) {
 
 function failedLine(a, impls = ['ours', 'ref']) {
   if (!impls.some((i) => a[i].failed)) return null
-  return { row: '', metric: 'failed calls', ours: String(a.ours.failed), ref: impls.map((i) => (i === 'ours' ? null : `${i !== 'ref' ? i + ' ' : ''}${a[i].failed}`)).filter(Boolean).join(', '), ratio: '', target: '', result: '' }
+  return {
+    row: '',
+    metric: 'failed calls',
+    ours: String(a.ours.failed),
+    ref: impls
+      .map((i) => (i === 'ours' ? null : `${i !== 'ref' ? i + ' ' : ''}${a[i].failed}`))
+      .filter(Boolean)
+      .join(', '),
+    ratio: '',
+    target: '',
+    result: '',
+  }
 }
 
 /** One table line. `better` says how to read the ratio ours/ref: 'lower', 'higher' or 'none'. */
@@ -864,7 +1256,13 @@ function line(row, metric, ours, ref, better, target, targetText, errors = null,
     ref: fmt(ref),
     ratio: ratio == null ? (better === 'none' ? '' : '-') : `${ratio.toFixed(ratio < 0.1 ? 3 : 2)}x`,
     target: targetText,
-    result: errors ? 'ERROR' : target == null && pass === undefined ? (targetText === 'report' ? 'info' : '') : verdict(result),
+    result: errors
+      ? 'ERROR'
+      : target == null && pass === undefined
+        ? targetText === 'report'
+          ? 'info'
+          : ''
+        : verdict(result),
     ratioValue: ratio,
     pass: result,
     errors,
@@ -882,7 +1280,8 @@ function table(lines) {
     ['result', 'result'],
   ]
   const w = cols.map(([k, h]) => Math.max(h.length, ...lines.map((l) => String(l[k] ?? '').length)))
-  const fmtRow = (vals) => vals.map((v, i) => (i >= 2 && i <= 4 ? String(v).padStart(w[i]) : String(v).padEnd(w[i]))).join('  ')
+  const fmtRow = (vals) =>
+    vals.map((v, i) => (i >= 2 && i <= 4 ? String(v).padStart(w[i]) : String(v).padEnd(w[i]))).join('  ')
   const out = [fmtRow(cols.map(([, h]) => h)), w.map((n) => '-'.repeat(n)).join('  ')]
   for (const l of lines) out.push(fmtRow(cols.map(([k]) => l[k] ?? '')))
   return out.join('\n')
@@ -911,7 +1310,9 @@ function machine() {
   let rev = null
   try {
     rev = spawnSync('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).stdout.trim() || null
-    const dirty = spawnSync('git', ['-C', ROOT, 'status', '--porcelain', '--', 'src', 'index.js'], { encoding: 'utf8' }).stdout.trim()
+    const dirty = spawnSync('git', ['-C', ROOT, 'status', '--porcelain', '--', 'src', 'index.js'], {
+      encoding: 'utf8',
+    }).stdout.trim()
     if (dirty) rev += '+dirty'
   } catch {}
   let addon = null
@@ -953,7 +1354,9 @@ async function main() {
   const started = Date.now()
   const m0 = machine()
   m0.fixtureFs = fsType(TMP)
-  log(`kern-sandbox bench: ${ROUNDS} rounds${Q ? ' (quick)' : ''}${rtPrefix().length ? ', SCHED_FIFO (--rt)' : ''}; ours=${IMPLS.ours}; reference=${IMPLS.ref}`)
+  log(
+    `kern-sandbox bench: ${ROUNDS} rounds${Q ? ' (quick)' : ''}${rtPrefix().length ? ', SCHED_FIFO (--rt)' : ''}; ours=${IMPLS.ours}; reference=${IMPLS.ref}`,
+  )
   log(`machine: ${m0.cores} × ${m0.cpu}, ${m0.memGiB} GiB, ${m0.kernel}, node ${m0.node}, load ${m0.loadavg.join(' ')}`)
   log(`fixtures and workspaces: ${TMP} (${m0.fixtureFs})`)
   if (REAL_KERN) log(`real kern: ${REAL_KERN}`)
@@ -967,11 +1370,26 @@ async function main() {
     const t = Date.now()
     try {
       const r = await row.run()
-      results[row.id] = { title: row.title, seconds: (Date.now() - t) / 1000, lines: r.lines, summary: r.summary, data: r.data }
+      results[row.id] = {
+        title: row.title,
+        seconds: (Date.now() - t) / 1000,
+        lines: r.lines,
+        summary: r.summary,
+        data: r.data,
+      }
       lines.push(...r.lines)
     } catch (e) {
       results[row.id] = { title: row.title, error: String((e && e.stack) || e) }
-      lines.push({ row: row.title, metric: 'error', ours: '', ref: '', ratio: '', target: '', result: 'ERROR', errors: [String(e && e.message)] })
+      lines.push({
+        row: row.title,
+        metric: 'error',
+        ours: '',
+        ref: '',
+        ratio: '',
+        target: '',
+        result: 'ERROR',
+        errors: [String(e && e.message)],
+      })
     }
   }
   const m1 = machine()
@@ -982,7 +1400,9 @@ async function main() {
     'snapshot data: 2 × 50 MiB random bytes + 2 × 50 MiB CSV text + 2,000 text files of 1-4 KiB in 20 dirs; restore reads the archive our snapshot wrote.',
     'peak RSS growth: VmHWM (reset through /proc/self/clear_refs) minus VmRSS just before the operation, one fresh Node process per measurement.',
     `each figure: ${ROUNDS} rounds, ours and the reference alternating which goes first; per-call rows pool every call's wall time and take the median.`,
-    rtPrefix().length ? 'measured under SCHED_FIFO (--rt): other load on the machine is mostly kept off the figures.' : 'measured at normal priority (--rt shields the figures from other load, as root).',
+    rtPrefix().length
+      ? 'measured under SCHED_FIFO (--rt): other load on the machine is mostly kept off the figures.'
+      : 'measured at normal priority (--rt shields the figures from other load, as root).',
     `machine load: ${m0.loadavg.join(' ')} at the start, ${m1.loadavg.join(' ')} at the end (1/5/15-min load on ${m0.cores} cores; other work on the host skews all figures).`,
   ]
   if (skipped.length) notes.push(`skipped (no KERN_BIN): ${skipped.join(', ')}`)
@@ -994,7 +1414,7 @@ async function main() {
   for (const n of notes) console.log(n)
   if (failures.length) {
     console.log('\nerrors:')
-    for (const f of [...new Set(failures)]) console.log(`  ${f.slice(0, 300)}`)
+    for (const f of new Set(failures)) console.log(`  ${f.slice(0, 300)}`)
   }
   const doc = {
     date: new Date().toISOString(),
@@ -1010,7 +1430,9 @@ async function main() {
     rows: results,
   }
   fs.writeFileSync(args.out, JSON.stringify(doc, null, 2) + '\n')
-  console.log(`\nwrote ${path.relative(process.cwd(), args.out) || args.out} in ${((Date.now() - started) / 1000).toFixed(0)} s`)
+  console.log(
+    `\nwrote ${path.relative(process.cwd(), args.out) || args.out} in ${((Date.now() - started) / 1000).toFixed(0)} s`,
+  )
 }
 
 main()

@@ -82,7 +82,14 @@ function parseArgs(argv) {
     else if (v === '--out') a.out = path.resolve(argv[++i])
     else if (v === '--verbose' || v === '-v') a.verbose = true
     else if (v === '--help' || v === '-h') {
-      console.log(fs.readFileSync(__filename, 'utf8').split('\n').slice(2, 28).map((l) => l.replace(/^\/\/ ?/, '')).join('\n'))
+      console.log(
+        fs
+          .readFileSync(__filename, 'utf8')
+          .split('\n')
+          .slice(2, 28)
+          .map((l) => l.replace(/^\/\/ ?/, ''))
+          .join('\n'),
+      )
       process.exit(0)
     } else {
       console.error(`soak: unknown option ${v} (try --help)`)
@@ -161,7 +168,12 @@ function processes() {
       const stat = fs.readFileSync(`/proc/${e}/stat`, 'latin1')
       const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
       const cmd = fs.readFileSync(`/proc/${e}/cmdline`, 'latin1').replace(/\0/g, ' ').trim()
-      out.push({ pid: Number(e), state: rest[0], ppid: Number(rest[1]), cmd: cmd || stat.slice(stat.indexOf('('), stat.lastIndexOf(')') + 1) })
+      out.push({
+        pid: Number(e),
+        state: rest[0],
+        ppid: Number(rest[1]),
+        cmd: cmd || stat.slice(stat.indexOf('('), stat.lastIndexOf(')') + 1),
+      })
     } catch {
       /* gone */
     }
@@ -196,7 +208,8 @@ function sessionDirs() {
 function kernPs() {
   return new Promise((resolve) => {
     cp.execFile(KERN, ['ps', '--json'], { timeout: 20_000, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
-      if (err) return resolve({ error: `${err.message.split('\n')[0]} ${String(stderr).trim()}`.trim(), all: [], ours: [] })
+      if (err)
+        return resolve({ error: `${err.message.split('\n')[0]} ${String(stderr).trim()}`.trim(), all: [], ours: [] })
       let list
       try {
         list = JSON.parse(stdout || '[]')
@@ -281,7 +294,10 @@ const WORKLOADS = {
         kind: 'ok',
         timeoutS: 60,
         start: (s, o) => s.runCode(`# ${MARKER}\nprint("ok-${n}")`, o),
-        check: (r) => (isResult(r) && r.value.exitCode === 0 && r.value.fault === null && r.value.stdout === `ok-${n}\n` ? null : describe(r)),
+        check: (r) =>
+          isResult(r) && r.value.exitCode === 0 && r.value.fault === null && r.value.stdout === `ok-${n}\n`
+            ? null
+            : describe(r),
       }
     }
     if (variant === 1) {
@@ -289,7 +305,10 @@ const WORKLOADS = {
         kind: 'ok',
         timeoutS: 60,
         start: (s, o) => s.runCode(`echo ok-${n} >&2; : ${MARKER}`, { ...o, language: 'bash' }),
-        check: (r) => (isResult(r) && r.value.exitCode === 0 && r.value.fault === null && r.value.stderr.includes(`ok-${n}\n`) ? null : describe(r)),
+        check: (r) =>
+          isResult(r) && r.value.exitCode === 0 && r.value.fault === null && r.value.stderr.includes(`ok-${n}\n`)
+            ? null
+            : describe(r),
       }
     }
     if (variant === 2) {
@@ -303,7 +322,10 @@ const WORKLOADS = {
           const back = r.exitCode === 0 ? String(await s.readFile(name)) : null
           return Object.assign(r, { back })
         },
-        check: (r) => (isResult(r) && r.value.exitCode === 0 && r.value.fault === null && r.value.back === `ok-${n}\n` ? null : describe(r)),
+        check: (r) =>
+          isResult(r) && r.value.exitCode === 0 && r.value.fault === null && r.value.back === `ok-${n}\n`
+            ? null
+            : describe(r),
       }
     }
     if (variant === 3) {
@@ -332,7 +354,10 @@ const WORKLOADS = {
       kind: 'ok',
       timeoutS: 60,
       start: (s, o) => s.run(sh(`echo ok-${n}`), o),
-      check: (r) => (isResult(r) && r.value.exitCode === 0 && r.value.fault === null && r.value.stdout === `ok-${n}\n` ? null : describe(r)),
+      check: (r) =>
+        isResult(r) && r.value.exitCode === 0 && r.value.fault === null && r.value.stdout === `ok-${n}\n`
+          ? null
+          : describe(r),
     }
   },
 
@@ -355,9 +380,18 @@ const WORKLOADS = {
       kind: 'kill',
       timeoutS: 60,
       start: (s, o) =>
-        s.run(['sh', '-c', `python3 -c 'import time; time.sleep(30)' ${MARKER} & python3 -c 'import os; os.kill(os.getpid(), 9)' ${MARKER}; exit $?`], o),
+        s.run(
+          [
+            'sh',
+            '-c',
+            `python3 -c 'import time; time.sleep(30)' ${MARKER} & python3 -c 'import os; os.kill(os.getpid(), 9)' ${MARKER}; exit $?`,
+          ],
+          o,
+        ),
       check: (r) =>
-        isResult(r) && r.value.exitCode === 137 && r.value.fault && ['killed', 'oom'].includes(r.value.fault.type) ? null : describe(r),
+        isResult(r) && r.value.exitCode === 137 && r.value.fault && ['killed', 'oom'].includes(r.value.fault.type)
+          ? null
+          : describe(r),
     }
   },
 
@@ -372,7 +406,13 @@ const WORKLOADS = {
         timeoutS: 0.5,
         start: (s, o) => s.run(sh(`yes ${MARKER}-flood`), o),
         check: (r) =>
-          isResult(r) && r.value.truncated && r.value.fault && r.value.fault.type === 'timeout' && r.value.stdout.length <= MAX_OUT ? null : describe(r),
+          isResult(r) &&
+          r.value.truncated &&
+          r.value.fault &&
+          r.value.fault.type === 'timeout' &&
+          r.value.stdout.length <= MAX_OUT
+            ? null
+            : describe(r),
       }
     }
     return {
@@ -383,7 +423,11 @@ const WORKLOADS = {
         if (!isResult(r)) return describe(r)
         const v = r.value
         const stream = toErr ? v.stderr : v.stdout
-        return v.truncated && v.exitCode === 0 && v.fault === null && Buffer.byteLength(stream) <= MAX_OUT && stream.includes(`${MARKER}-flood\n`)
+        return v.truncated &&
+          v.exitCode === 0 &&
+          v.fault === null &&
+          Buffer.byteLength(stream) <= MAX_OUT &&
+          stream.includes(`${MARKER}-flood\n`)
           ? null
           : describe(r)
       },
@@ -402,7 +446,10 @@ const WORKLOADS = {
       start: (s, o) => {
         if (pre) ac.abort(reason)
         else setTimeout(() => ac.abort(reason), afterMs)
-        return s.run(sh(rnd(2) ? `python3 -c 'import time; time.sleep(30)' ${MARKER} & sleep 30` : 'sleep 30'), { ...o, signal: ac.signal })
+        return s.run(sh(rnd(2) ? `python3 -c 'import time; time.sleep(30)' ${MARKER} & sleep 30` : 'sleep 30'), {
+          ...o,
+          signal: ac.signal,
+        })
       },
       check: (r) => {
         if (r.ok || r.hung) return describe(r)
@@ -509,7 +556,8 @@ async function runOne(session, w, phase) {
     t.bad++
     problems.push(`${phase} ${w.kind}: ${problem}`)
   }
-  if (args.verbose) console.log(`  ${phase} ${w.kind.padEnd(7)} ${problem ? 'BAD ' + problem : 'ok'} (${Date.now() - started} ms)`)
+  if (args.verbose)
+    console.log(`  ${phase} ${w.kind.padEnd(7)} ${problem ? 'BAD ' + problem : 'ok'} (${Date.now() - started} ms)`)
 }
 
 /** A call through a session that lives for just this call (temp workspace churn). */
@@ -525,7 +573,12 @@ async function oneShot(phase) {
       problem = r.stdout === 'one-shot\n' && r.fault === null ? null : describe({ ok: true, value: r })
     } else {
       await withSandbox({ maxOutputBytes: MAX_OUT }, async (s) => {
-        problem = w.check(await w.start(s, { timeoutS: w.timeoutS }).then((value) => ({ ok: true, value }), (error) => ({ ok: false, error })))
+        problem = w.check(
+          await w.start(s, { timeoutS: w.timeoutS }).then(
+            (value) => ({ ok: true, value }),
+            (error) => ({ ok: false, error }),
+          ),
+        )
       })
     }
   } catch (e) {
@@ -537,7 +590,6 @@ async function oneShot(phase) {
     problems.push(`${phase} one-shot: ${problem}`)
   }
 }
-
 
 // ---------------------------------------------------------------------------------------------
 // warm kernels: cells checked against the state the soak keeps for each kernel
@@ -560,7 +612,8 @@ const CELL_MIX = [
 const nextCell = () => weighted(CELL_MIX)
 
 const kstats = { opened: 0, closed: 0, cells: 0 }
-const cellOut = (r) => `exit ${r.exitCode} fault ${JSON.stringify(r.fault)} stdout ${JSON.stringify(String(r.stdout).slice(0, 80))} results ${JSON.stringify(r.results.map((x) => x.text))} error ${JSON.stringify(r.error)}`
+const cellOut = (r) =>
+  `exit ${r.exitCode} fault ${JSON.stringify(r.fault)} stdout ${JSON.stringify(String(r.stdout).slice(0, 80))} results ${JSON.stringify(r.results.map((x) => x.text))} error ${JSON.stringify(r.error)}`
 const why = (e) => `${e && e.name}: ${e && e.message}`
 
 /** A warm kernel and `acc`, the value its `acc` variable must hold. */
@@ -607,17 +660,23 @@ class SoakKernel {
         const want = this.acc + n
         this.acc = want
         const r = await k.runCode(`acc += ${n}\nprint("p", acc)`, this.cellOptions())
-        return r.exitCode === 0 && r.fault === null && r.stdout === `p ${want}\n` && r.results.length === 0 ? null : cellOut(r)
+        return r.exitCode === 0 && r.fault === null && r.stdout === `p ${want}\n` && r.results.length === 0
+          ? null
+          : cellOut(r)
       }
       case 'value': {
         const r = await k.runCode(`acc * 2 + ${n}`, this.cellOptions())
         const v = r.results[0]
-        return r.exitCode === 0 && r.results.length === 1 && v.isMainResult && v.text === String(this.acc * 2 + n) ? null : cellOut(r)
+        return r.exitCode === 0 && r.results.length === 1 && v.isMainResult && v.text === String(this.acc * 2 + n)
+          ? null
+          : cellOut(r)
       }
       case 'error': {
         const r = await k.runCode(`def f():\n    raise ValueError("e${n}")\nf()`)
         const e = r.error
-        return r.exitCode === 1 && r.fault === null && e && e.name === 'ValueError' && e.value === `e${n}` && k.alive ? null : cellOut(r)
+        return r.exitCode === 1 && r.fault === null && e && e.name === 'ValueError' && e.value === `e${n}` && k.alive
+          ? null
+          : cellOut(r)
       }
       case 'burst': {
         // queued without awaiting: they must run in call order
@@ -631,18 +690,27 @@ class SoakKernel {
         }
         const rs = await Promise.allSettled(ps)
         kstats.cells += m - 1
-        const bad = rs.findIndex((x, i) => x.status !== 'fulfilled' || x.value.stdout !== wants[i] || x.value.exitCode !== 0)
-        return bad < 0 ? null : `burst cell ${bad}/${m}: ${rs[bad].status === 'fulfilled' ? cellOut(rs[bad].value) : why(rs[bad].reason)}`
+        const bad = rs.findIndex(
+          (x, i) => x.status !== 'fulfilled' || x.value.stdout !== wants[i] || x.value.exitCode !== 0,
+        )
+        return bad < 0
+          ? null
+          : `burst cell ${bad}/${m}: ${rs[bad].status === 'fulfilled' ? cellOut(rs[bad].value) : why(rs[bad].reason)}`
       }
       case 'interrupt': {
         // obeyed: KeyboardInterrupt ends the cell, the kernel and its state stay
         const ac = new AbortController()
         const custom = rnd(2) === 0
         const reason = custom ? new Error('soak-stop') : undefined
-        const got = await k.runCode('import time\nprint("z", flush=True)\ntime.sleep(30)', { signal: ac.signal, onStdout: () => ac.abort(reason) }).then(
-          (r) => `an aborted cell resolved: ${cellOut(r)}`,
-          (e) => ((custom ? e === reason : e.name === 'AbortError') ? null : `rejected with ${why(e)}`),
-        )
+        const got = await k
+          .runCode('import time\nprint("z", flush=True)\ntime.sleep(30)', {
+            signal: ac.signal,
+            onStdout: () => ac.abort(reason),
+          })
+          .then(
+            (r) => `an aborted cell resolved: ${cellOut(r)}`,
+            (e) => ((custom ? e === reason : e.name === 'AbortError') ? null : `rejected with ${why(e)}`),
+          )
         return got || (k.alive ? null : 'the kernel died of an obeyed interrupt')
       }
       case 'preabort': {
@@ -658,10 +726,13 @@ class SoakKernel {
         // ignored: the kernel is torn down after the grace
         const ac = new AbortController()
         const got = await k
-          .runCode('import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nprint("deaf", flush=True)\nwhile True:\n    time.sleep(0.05)', {
-            signal: ac.signal,
-            onStdout: () => ac.abort(),
-          })
+          .runCode(
+            'import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nprint("deaf", flush=True)\nwhile True:\n    time.sleep(0.05)',
+            {
+              signal: ac.signal,
+              onStdout: () => ac.abort(),
+            },
+          )
           .then(
             (r) => `a deaf aborted cell resolved: ${cellOut(r)}`,
             (e) => (e.name === 'AbortError' ? null : `rejected with ${why(e)}`),
@@ -679,7 +750,9 @@ class SoakKernel {
       case 'die': {
         const code = 3 + rnd(100)
         const r = await k.runCode(`import os\nos._exit(${code})`)
-        return r.fault && r.fault.type === 'killed' && r.fault.message.includes(`exit code ${code}`) ? await this.replaced() : cellOut(r)
+        return r.fault && r.fault.type === 'killed' && r.fault.message.includes(`exit code ${code}`)
+          ? await this.replaced()
+          : cellOut(r)
       }
       case 'reopen': {
         await k.close()
@@ -689,12 +762,17 @@ class SoakKernel {
       }
       case 'closeQueued': {
         // close() with a cell running and two queued: all three reject, none hangs
-        const ps = [k.runCode('import time\nprint("long", flush=True)\ntime.sleep(30)', { onStdout: () => k.close() }), k.runCode('acc'), k.runCode('acc')]
+        const ps = [
+          k.runCode('import time\nprint("long", flush=True)\ntime.sleep(30)', { onStdout: () => k.close() }),
+          k.runCode('acc'),
+          k.runCode('acc'),
+        ]
         const rs = await Promise.allSettled(ps)
         kstats.cells += 2
         const bad = rs.find((x) => x.status !== 'rejected' || x.reason.name !== 'SandboxError')
         kstats.closed++
-        if (bad) return `close() with cells queued: ${bad.status === 'fulfilled' ? cellOut(bad.value) : why(bad.reason)}`
+        if (bad)
+          return `close() with cells queued: ${bad.status === 'fulfilled' ? cellOut(bad.value) : why(bad.reason)}`
         return this.open()
       }
     }
@@ -717,7 +795,13 @@ async function kernelPhase(session, cells, deadline, phase = 'kernel') {
       const guard = new Promise((resolve) => {
         timer = setTimeout(() => resolve({ hung: true }), 90_000)
       })
-      const outcome = await Promise.race([sk.run(kind).then((problem) => ({ problem }), (e) => ({ problem: `threw ${why(e)}` })), guard])
+      const outcome = await Promise.race([
+        sk.run(kind).then(
+          (problem) => ({ problem }),
+          (e) => ({ problem: `threw ${why(e)}` }),
+        ),
+        guard,
+      ])
       clearTimeout(timer)
       if (outcome.hung) hungCalls++
       const problem = outcome.hung ? 'did not settle' : outcome.problem
@@ -733,7 +817,8 @@ async function kernelPhase(session, cells, deadline, phase = 'kernel') {
         const again = await sk.open()
         if (again) problems.push(`${phase} reopen: ${again}`)
       }
-      if (args.verbose) console.log(`  ${phase} ${kind.padEnd(11)} ${problem ? 'BAD ' + problem : 'ok'} (${Date.now() - started} ms)`)
+      if (args.verbose)
+        console.log(`  ${phase} ${kind.padEnd(11)} ${problem ? 'BAD ' + problem : 'ok'} (${Date.now() - started} ms)`)
     }
     await sk.k.close()
     kstats.closed++
@@ -789,7 +874,9 @@ async function main() {
   const t0 = Date.now()
   const deadline = t0 + args.minutes * 60_000
   console.log(`kern-sandbox soak: ${KERN_KIND} (${KERN}), pid ${process.pid}, marker ${MARKER}`)
-  console.log(`plan: ${args.seq} sequential + ${args.conc} concurrent calls + ${args.cells} kernel cell workloads, cap ${args.minutes} min, node ${process.version}, ${os.cpus().length} CPUs`)
+  console.log(
+    `plan: ${args.seq} sequential + ${args.conc} concurrent calls + ${args.cells} kernel cell workloads, cap ${args.minutes} min, node ${process.version}, ${os.cpus().length} CPUs`,
+  )
 
   // warm-up, then the baseline
   await warmUp()
@@ -798,8 +885,11 @@ async function main() {
   await sleep(500)
   const before = await snapshotFigures()
   const rssHwm0 = statusKb('VmHWM')
-  console.log(`baseline after warm-up: ${before.fds.length} fds, RSS ${fmtKb(before.rssKb)}, ${before.threads} threads, ${before.strays.length} strays, ${before.tmpdirs.length} session dirs, ${before.boxes.all.length} boxes in kern ps`)
-  if (warmProblems.length) console.log(`warm-up had ${warmProblems.length} unexpected outcome(s):\n  ${warmProblems.join('\n  ')}`)
+  console.log(
+    `baseline after warm-up: ${before.fds.length} fds, RSS ${fmtKb(before.rssKb)}, ${before.threads} threads, ${before.strays.length} strays, ${before.tmpdirs.length} session dirs, ${before.boxes.all.length} boxes in kern ps`,
+  )
+  if (warmProblems.length)
+    console.log(`warm-up had ${warmProblems.length} unexpected outcome(s):\n  ${warmProblems.join('\n  ')}`)
 
   const sessions = []
   for (const spec of sessionSpecs()) {
@@ -815,7 +905,8 @@ async function main() {
     if (i % 50 === 25) await oneShot('seq')
     else await runOne(sessions[i % sessions.length].s, WORKLOADS[nextKind()](), 'seq')
     seqDone++
-    if (!args.verbose && seqDone % 100 === 0) console.log(`  sequential: ${seqDone}/${args.seq} (${((Date.now() - tSeq) / 1000).toFixed(0)} s)`)
+    if (!args.verbose && seqDone % 100 === 0)
+      console.log(`  sequential: ${seqDone}/${args.seq} (${((Date.now() - tSeq) / 1000).toFixed(0)} s)`)
   }
   const seqMs = Date.now() - tSeq
 
@@ -837,16 +928,19 @@ async function main() {
   const tCells = Date.now()
   const kernelSession = await new Sandbox({ maxOutputBytes: MAX_OUT }).open()
   const kstart = { ...kstats }
-  const cellsDone = args.cells > 0 && Date.now() <= deadline ? await kernelPhase(kernelSession, args.cells, deadline) : 0
+  const cellsDone =
+    args.cells > 0 && Date.now() <= deadline ? await kernelPhase(kernelSession, args.cells, deadline) : 0
   await kernelSession.close()
   const cellsMs = Date.now() - tCells
 
   // a session closed while calls are still running (close() must stop them)
   const closer = await new Sandbox({ maxOutputBytes: MAX_OUT }).open()
-  const running = Array.from({ length: 6 }, () => closer.run(sh(`python3 -c 'import time; time.sleep(30)' ${MARKER} & sleep 30`), { timeoutS: 60 }).then(
-    (r) => r,
-    (e) => e,
-  ))
+  const running = Array.from({ length: 6 }, () =>
+    closer.run(sh(`python3 -c 'import time; time.sleep(30)' ${MARKER} & sleep 30`), { timeoutS: 60 }).then(
+      (r) => r,
+      (e) => e,
+    ),
+  )
   await sleep(400)
   await closer.close()
   const closed = await Promise.race([Promise.all(running), sleep(30_000).then(() => null)])
@@ -869,12 +963,22 @@ async function main() {
 
   // ---- report
   console.log('')
-  console.log(`calls: ${seqDone}/${args.seq} sequential in ${(seqMs / 1000).toFixed(1)} s, ${concDone}/${args.conc} concurrent in ${(concMs / 1000).toFixed(1)} s; total ${(totalMs / 1000).toFixed(1)} s`)
-  console.log(`kernel cells: ${cellsDone}/${args.cells} workloads (${kstats.cells - kstart.cells} cells) on ${KERNELS_AT_ONCE} kernels at once in ${(cellsMs / 1000).toFixed(1)} s; ${kstats.opened - kstart.opened} kernels opened, ${kstats.closed - kstart.closed} closed or torn down`)
-  if (seqDone < args.seq || concDone < args.conc || cellsDone < args.cells) console.log(`WARNING: the ${args.minutes} min cap stopped the run early`)
+  console.log(
+    `calls: ${seqDone}/${args.seq} sequential in ${(seqMs / 1000).toFixed(1)} s, ${concDone}/${args.conc} concurrent in ${(concMs / 1000).toFixed(1)} s; total ${(totalMs / 1000).toFixed(1)} s`,
+  )
+  console.log(
+    `kernel cells: ${cellsDone}/${args.cells} workloads (${kstats.cells - kstart.cells} cells) on ${KERNELS_AT_ONCE} kernels at once in ${(cellsMs / 1000).toFixed(1)} s; ${kstats.opened - kstart.opened} kernels opened, ${kstats.closed - kstart.closed} closed or torn down`,
+  )
+  if (seqDone < args.seq || concDone < args.conc || cellsDone < args.cells)
+    console.log(`WARNING: the ${args.minutes} min cap stopped the run early`)
   const rows = Object.entries(tally).sort(([a], [b]) => a.localeCompare(b))
-  for (const [k, v] of rows) console.log(`  ${k.padEnd(22)} ${String(v.n).padStart(5)} calls, ${String(v.bad).padStart(3)} unexpected, mean ${(v.ms / Math.max(1, v.n)).toFixed(0)} ms`)
-  console.log(`  callbacks: ${counters.stdoutBytes} stdout bytes and ${counters.stderrBytes} stderr bytes streamed, ${counters.callbackThrows} throwing-callback calls, ${counters.perCallChunks} per-call chunks`)
+  for (const [k, v] of rows)
+    console.log(
+      `  ${k.padEnd(22)} ${String(v.n).padStart(5)} calls, ${String(v.bad).padStart(3)} unexpected, mean ${(v.ms / Math.max(1, v.n)).toFixed(0)} ms`,
+    )
+  console.log(
+    `  callbacks: ${counters.stdoutBytes} stdout bytes and ${counters.stderrBytes} stderr bytes streamed, ${counters.callbackThrows} throwing-callback calls, ${counters.perCallChunks} per-call chunks`,
+  )
 
   const fdSetBefore = new Set(before.fds)
   const fdSetAfter = new Set(after.fds)
@@ -886,17 +990,27 @@ async function main() {
     {
       name: 'fds',
       pass: after.fds.length <= before.fds.length,
-      figure: `${before.fds.length} -> ${after.fds.length}` + (fdsNew.length ? ` (new: ${fdsNew.join(', ')})` : '') + (fdsGone.length ? ` (gone: ${fdsGone.join(', ')})` : ''),
+      figure:
+        `${before.fds.length} -> ${after.fds.length}` +
+        (fdsNew.length ? ` (new: ${fdsNew.join(', ')})` : '') +
+        (fdsGone.length ? ` (gone: ${fdsGone.join(', ')})` : ''),
     },
     {
       name: 'processes',
       pass: after.strays.length === 0,
-      figure: `${after.strays.length} stray (children or marked)` + after.strays.slice(0, 10).map((p) => `\n      ${p.pid} ppid ${p.ppid} ${p.state} ${p.cmd.slice(0, 120)}`).join(''),
+      figure:
+        `${after.strays.length} stray (children or marked)` +
+        after.strays
+          .slice(0, 10)
+          .map((p) => `\n      ${p.pid} ppid ${p.ppid} ${p.state} ${p.cmd.slice(0, 120)}`)
+          .join(''),
     },
     {
       name: 'tmpdirs',
       pass: after.tmpdirs.length === 0,
-      figure: `${after.tmpdirs.length} kern-sbx-${process.pid}-* left` + (after.tmpdirs.length ? `: ${after.tmpdirs.slice(0, 10).join(', ')}` : ''),
+      figure:
+        `${after.tmpdirs.length} kern-sbx-${process.pid}-* left` +
+        (after.tmpdirs.length ? `: ${after.tmpdirs.slice(0, 10).join(', ')}` : ''),
     },
     {
       name: 'boxes',
@@ -904,7 +1018,10 @@ async function main() {
       figure: after.boxes.error
         ? `kern ps failed: ${after.boxes.error}`
         : `${after.boxes.ours.length} soak boxes left (${after.boxes.all.length} boxes in kern ps in all, ${before.boxes.all.length} at baseline)` +
-          after.boxes.ours.slice(0, 5).map((b) => `\n      ${b.name} pid ${b.pid} ${String(b.command).slice(0, 100)}`).join(''),
+          after.boxes.ours
+            .slice(0, 5)
+            .map((b) => `\n      ${b.name} pid ${b.pid} ${String(b.command).slice(0, 100)}`)
+            .join(''),
     },
     {
       name: 'rss',
@@ -917,7 +1034,13 @@ async function main() {
     {
       name: 'calls',
       pass: problems.length === 0 && hungCalls === 0,
-      figure: `${problems.length} unexpected outcome(s), ${hungCalls} did not settle` + problems.slice(0, 15).map((p) => `\n      ${p.slice(0, 400)}`).join('') + (problems.length > 15 ? `\n      ... ${problems.length - 15} more` : ''),
+      figure:
+        `${problems.length} unexpected outcome(s), ${hungCalls} did not settle` +
+        problems
+          .slice(0, 15)
+          .map((p) => `\n      ${p.slice(0, 400)}`)
+          .join('') +
+        (problems.length > 15 ? `\n      ... ${problems.length - 15} more` : ''),
     },
   ]
   console.log('')
@@ -934,7 +1057,11 @@ async function main() {
           kernBin: KERN,
           plan: { seq: args.seq, conc: args.conc, cells: args.cells, minutes: args.minutes },
           done: { seq: seqDone, conc: concDone, cells: cellsDone },
-          kernels: { opened: kstats.opened - kstart.opened, closed: kstats.closed - kstart.closed, cells: kstats.cells - kstart.cells },
+          kernels: {
+            opened: kstats.opened - kstart.opened,
+            closed: kstats.closed - kstart.closed,
+            cells: kstats.cells - kstart.cells,
+          },
           ms: { seq: seqMs, conc: concMs, cells: cellsMs, total: totalMs },
           tally,
           counters,
@@ -944,7 +1071,12 @@ async function main() {
             memoryUsage: { before: before.mem, after: after.mem },
             strays: after.strays,
             tmpdirs: after.tmpdirs,
-            boxes: { ours: after.boxes.ours, all: after.boxes.all.length, baseline: before.boxes.all.length, error: after.boxes.error || null },
+            boxes: {
+              ours: after.boxes.ours,
+              all: after.boxes.all.length,
+              baseline: before.boxes.all.length,
+              error: after.boxes.error || null,
+            },
           },
           checks: checks.map(({ name, pass, figure }) => ({ name, pass, figure })),
           problems,

@@ -10,7 +10,6 @@ const { spawn } = require('child_process')
 const { performance, monitorEventLoopDelay } = require('perf_hooks')
 
 const RESULT_TAG = '@@RESULT '
-const MiB = 1024 * 1024
 
 const spec = JSON.parse(process.argv[2])
 
@@ -208,7 +207,11 @@ function pipeFloor(tpl, language) {
   const dash = args.indexOf('--')
   const t = args.indexOf('--timeout')
   if (t >= 0 && t < dash) args[t + 1] = '3600'
-  args.splice(dash + 1, args.length, ...(language === 'javascript' ? ['node', '-e', FLOOR_JS] : ['python3', '-c', FLOOR_PY]))
+  args.splice(
+    dash + 1,
+    args.length,
+    ...(language === 'javascript' ? ['node', '-e', FLOOR_JS] : ['python3', '-c', FLOOR_PY]),
+  )
   const child = spawn(tpl.kern, args, { detached: true, stdio: ['pipe', 'pipe', 'ignore'] })
   let pending = Buffer.alloc(0)
   let waiter = null
@@ -326,7 +329,11 @@ const modes = {
     const { prepareCell } = require(path.join(spec.module, 'lib', 'jscell.js'))
     const lines = []
     for (let i = 0; i < spec.lines; i++) {
-      lines.push(i % 4 === 0 ? `interface Row${i} { id: number; name?: string }` : `const v${i}: Array<number> = [${i}, ${i + 1}].map((x: number): number => x * 2)`)
+      lines.push(
+        i % 4 === 0
+          ? `interface Row${i} { id: number; name?: string }`
+          : `const v${i}: Array<number> = [${i}, ${i + 1}].map((x: number): number => x * 2)`,
+      )
     }
     const code = lines.join('\n')
     const time = (fn) => {
@@ -404,7 +411,8 @@ const modes = {
           ? String(bad.reason && bad.reason.message)
           : `${bad.value.fault ? bad.value.fault.type + ': ' + bad.value.fault.message : 'exit ' + bad.value.exitCode}`
         : null
-      if (i >= spec.warmup) reps.push({ ms, ok: okCount, callsPerS: (spec.width * 1000) / ms, firstFailure: why && why.slice(0, 300) })
+      if (i >= spec.warmup)
+        reps.push({ ms, ok: okCount, callsPerS: (spec.width * 1000) / ms, firstFailure: why && why.slice(0, 300) })
     }
     await s.close()
     return { reps }
@@ -446,7 +454,14 @@ const modes = {
     const r = await s.run(['flood'])
     const ms = now() - t
     const rss = w.end()
-    const res = { ms, ...rss, stdoutBytes: Buffer.byteLength(r.stdout), truncated: r.truncated, exitCode: r.exitCode, fault: r.fault }
+    const res = {
+      ms,
+      ...rss,
+      stdoutBytes: Buffer.byteLength(r.stdout),
+      truncated: r.truncated,
+      exitCode: r.exitCode,
+      fault: r.fault,
+    }
     await s.close()
     return res
   },

@@ -55,7 +55,11 @@ async function main() {
   const fig = plot.results.find((x) => x.chart)
   if (fig) {
     const { type, title, y_unit: unit, elements } = fig.chart
-    console.log(`chart: ${type} "${title}" in ${unit}:`, elements.map((b) => `${b.label}=${b.value}`).join(', '), `(+ a ${fig.png.length}-byte PNG)`)
+    console.log(
+      `chart: ${type} "${title}" in ${unit}:`,
+      elements.map((b) => `${b.label}=${b.value}`).join(', '),
+      `(+ a ${fig.png.length}-byte PNG)`,
+    )
   } else {
     console.log('chart: none (is matplotlib installed in the image?)', plot.stderr.trim().split('\n').pop())
   }

@@ -82,7 +82,12 @@ const boxData = (e) => (
 
 /** The axis fields of a two-dimensional chart. */
 function axes2d(c) {
-  return { x_label: textOrNull(c.x_label), y_label: textOrNull(c.y_label), x_unit: textOrNull(c.x_unit), y_unit: textOrNull(c.y_unit) }
+  return {
+    x_label: textOrNull(c.x_label),
+    y_label: textOrNull(c.y_label),
+    x_unit: textOrNull(c.x_unit),
+    y_unit: textOrNull(c.y_unit),
+  }
 }
 
 function ticks(c) {

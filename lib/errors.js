@@ -52,7 +52,11 @@ function callNative(call) {
   } catch (e) {
     throw fromNative(e)
   }
-  return r instanceof Promise ? r.then(undefined, (e) => { throw fromNative(e) }) : r
+  return r instanceof Promise
+    ? r.then(undefined, (e) => {
+        throw fromNative(e)
+      })
+    : r
 }
 
 module.exports = { SandboxError, MountRefused, abortError, fromNative, callNative }

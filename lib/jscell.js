@@ -61,7 +61,8 @@ function stripTypes(code) {
   warm(true)
   try {
     return { code: amaro.transformSync(code, { mode: 'strip-only' }).code }
-  } catch (e) {
+  } catch (first) {
+    let e = first
     if (e && e.code === 'UnsupportedSyntax') {
       try {
         return { code: amaro.transformSync(code, { mode: 'transform', sourceMap: false }).code }
@@ -134,7 +135,14 @@ function bounded(node) {
     case 'ArrayExpression':
       return node.elements.every((e) => e === null || (e.type !== 'SpreadElement' && bounded(e)))
     case 'ObjectExpression':
-      return node.properties.every((p) => p.type === 'Property' && p.kind === 'init' && !p.method && (!p.computed || bounded(p.key)) && bounded(p.value))
+      return node.properties.every(
+        (p) =>
+          p.type === 'Property' &&
+          p.kind === 'init' &&
+          !p.method &&
+          (!p.computed || bounded(p.key)) &&
+          bounded(p.value),
+      )
     case 'ChainExpression':
       return bounded(node.expression)
     case 'CallExpression':
@@ -172,7 +180,9 @@ function boundedCall(node) {
     if (owner.name === 'console' || owner.name === 'Math') return true
     return owner.name === 'JSON' && method === 'stringify' && args.slice(1).every((a) => a.type === 'Literal')
   }
-  const stringLiteral = (owner.type === 'Literal' && typeof owner.value === 'string') || (owner.type === 'TemplateLiteral' && bounded(owner))
+  const stringLiteral =
+    (owner.type === 'Literal' && typeof owner.value === 'string') ||
+    (owner.type === 'TemplateLiteral' && bounded(owner))
   return stringLiteral && args.every(plainValue)
 }
 
@@ -195,7 +205,8 @@ function scan(tree, edits) {
     if (FUNCTIONS.has(type)) inFunction = true
     else if (!inFunction) {
       if (!guard && RUNS_CODE.test(type) && !(type === 'CallExpression' && boundedCall(node))) guard = true
-      if (type === 'AwaitExpression' || type === 'ImportDeclaration' || (type === 'ForOfStatement' && node.await)) awaits = true
+      if (type === 'AwaitExpression' || type === 'ImportDeclaration' || (type === 'ForOfStatement' && node.await))
+        awaits = true
       if (type === 'VariableDeclaration' && node.kind === 'await using') awaits = true
     }
     for (const key in node) {
@@ -231,7 +242,8 @@ function importEdit(code, node, names) {
   }
   let text
   if (ns) text = `;(${ns} = ${call}${def ? `, ${def} = ${ns}.default` : ''});`
-  else if (def || named.length) text = `;({${[def && `default: ${def}`, ...named].filter(Boolean).join(', ')}} = ${call});`
+  else if (def || named.length)
+    text = `;({${[def && `default: ${def}`, ...named].filter(Boolean).join(', ')}} = ${call});`
   else text = `;${call};`
   const lines = code.slice(node.start, node.end).split('\n').length - 1
   return { start: node.start, end: node.end, text: text + '\n'.repeat(lines) }
@@ -324,7 +336,9 @@ function prepare(source, typescript) {
   // Directives ('use strict') must stay first in the arrow's body: exports go after them. A
   // string alone as the last statement is the cell's value, not a directive.
   const isDirective = (node, i) =>
-    node.type === 'ExpressionStatement' && node.directive !== undefined && (i < body.length - 1 || /^use /.test(node.directive))
+    node.type === 'ExpressionStatement' &&
+    node.directive !== undefined &&
+    (i < body.length - 1 || /^use /.test(node.directive))
   let prologueEnd = 0
   for (const [i, node] of body.entries()) {
     if (!isDirective(node, i)) break
@@ -339,7 +353,13 @@ function prepare(source, typescript) {
   // The trailing expression is the last statement, not counting `var x;` lines (no effect at
   // run time; swc's transform mode appends them for enums and namespaces).
   let last = body.length - 1
-  while (last > 0 && body[last].type === 'VariableDeclaration' && body[last].kind === 'var' && body[last].declarations.every((d) => !d.init)) last--
+  while (
+    last > 0 &&
+    body[last].type === 'VariableDeclaration' &&
+    body[last].kind === 'var' &&
+    body[last].declarations.every((d) => !d.init)
+  )
+    last--
   body.forEach((node, i) => {
     switch (node.type) {
       case 'ImportDeclaration':
@@ -347,7 +367,12 @@ function prepare(source, typescript) {
         break
       case 'ExportNamedDeclaration':
       case 'ExportDefaultDeclaration':
-        if (node.type === 'ExportDefaultDeclaration' && node.declaration && /Declaration$/.test(node.declaration.type) && !node.declaration.id) {
+        if (
+          node.type === 'ExportDefaultDeclaration' &&
+          node.declaration &&
+          /Declaration$/.test(node.declaration.type) &&
+          !node.declaration.id
+        ) {
           // `export default function () {}`: with the export gone, a nameless declaration is no
           // statement; as an expression it is what the export was.
           const d = node.declaration
@@ -355,10 +380,18 @@ function prepare(source, typescript) {
           edits.push({ start: d.start, end: d.start, text: '(' })
           edits.push({ start: d.end, end: d.end, text: ');' })
         } else if (node.declaration && /Declaration$/.test(node.declaration.type)) {
-          edits.push({ start: node.start, end: node.declaration.start, text: blank(code, node.start, node.declaration.start) })
+          edits.push({
+            start: node.start,
+            end: node.declaration.start,
+            text: blank(code, node.start, node.declaration.start),
+          })
           declarationEdits(code, node.declaration, names, exported, edits)
         } else if (node.declaration) {
-          edits.push({ start: node.start, end: node.declaration.start, text: blank(code, node.start, node.declaration.start) })
+          edits.push({
+            start: node.start,
+            end: node.declaration.start,
+            text: blank(code, node.start, node.declaration.start),
+          })
         } else {
           edits.push({ start: node.start, end: node.end, text: blank(code, node.start, node.end) })
         }

@@ -42,7 +42,6 @@ function loadNative() {
 }
 
 const native = loadNative()
-const { NativeSandbox } = native
 // process.exit() skips napi's env cleanup hooks; the 'exit' event still fires, so boxes and
 // temp workspaces are cleaned up from here too (a normal exit runs both; the second is a no-op).
 process.once('exit', () => native.cleanupNow())

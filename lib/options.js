@@ -10,17 +10,47 @@ const { SandboxError, MountRefused } = require('./errors.js')
 const DEFAULTS = Object.freeze(native.optionDefaults())
 /** The options a Sandbox exposes as properties, in 0.1.1's order. */
 const EXPOSED = [
-  'image', 'setup', 'workspace', 'memoryMb', 'cpus', 'pids', 'timeoutS', 'network', 'egressAllow', 'mounts',
-  'profiles', 'env', 'maxOutputBytes', 'enforceLimits', 'depsReadonly', 'trackFiles', 'boxWorkspace',
+  'image',
+  'setup',
+  'workspace',
+  'memoryMb',
+  'cpus',
+  'pids',
+  'timeoutS',
+  'network',
+  'egressAllow',
+  'mounts',
+  'profiles',
+  'env',
+  'maxOutputBytes',
+  'enforceLimits',
+  'depsReadonly',
+  'trackFiles',
+  'boxWorkspace',
 ]
 /** Options whose `null` means "no cap" rather than "default". */
 const NULLABLE_CAPS = new Set(['memoryMb', 'pids', 'cpus'])
 /** Options handed to the native constructor, with the JS type each must have. */
 const OPTION_TYPES = {
-  image: 'string', setup: 'string', workspace: 'string', securityProfile: 'string', apparmor: 'string', boxWorkspace: 'string',
-  memoryMb: 'number', cpus: 'number', pids: 'number', timeoutS: 'number', maxOutputBytes: 'number',
-  network: 'boolean', enforceLimits: 'boolean', depsReadonly: 'boolean', trackFiles: 'boolean',
-  requireLimits: 'boolean', egressAllow: 'string[]', profiles: 'string[]', capDrop: 'string[]',
+  image: 'string',
+  setup: 'string',
+  workspace: 'string',
+  securityProfile: 'string',
+  apparmor: 'string',
+  boxWorkspace: 'string',
+  memoryMb: 'number',
+  cpus: 'number',
+  pids: 'number',
+  timeoutS: 'number',
+  maxOutputBytes: 'number',
+  network: 'boolean',
+  enforceLimits: 'boolean',
+  depsReadonly: 'boolean',
+  trackFiles: 'boolean',
+  requireLimits: 'boolean',
+  egressAllow: 'string[]',
+  profiles: 'string[]',
+  capDrop: 'string[]',
 }
 
 /** A short, safe rendering of any value for messages (BigInt and Symbol included). */
@@ -60,7 +90,8 @@ function nativeOptions(opts) {
   }
   if (opts.mounts != null) out.mounts = mountEntries(opts.mounts)
   if (opts.env != null) {
-    if (typeof opts.env !== 'object') throw new SandboxError(`invalid option env: expected an object, got ${show(opts.env)}`)
+    if (typeof opts.env !== 'object')
+      throw new SandboxError(`invalid option env: expected an object, got ${show(opts.env)}`)
     out.env = Object.entries(opts.env).map(([key, value]) => ({ key, value: String(value) }))
   }
   return out
@@ -107,7 +138,11 @@ function optionsBag(name, opts) {
 
 function checkSignal(signal) {
   if (signal == null) return undefined
-  if (typeof signal !== 'object' || typeof signal.aborted !== 'boolean' || typeof signal.addEventListener !== 'function') {
+  if (
+    typeof signal !== 'object' ||
+    typeof signal.aborted !== 'boolean' ||
+    typeof signal.addEventListener !== 'function'
+  ) {
     throw new TypeError('signal must be an AbortSignal')
   }
   return signal
@@ -135,6 +170,17 @@ function bytesOption(method, opts) {
 }
 
 module.exports = {
-  DEFAULTS, EXPOSED, NULLABLE_CAPS, OPTION_TYPES, show, nativeOptions, checkCallback, checkType, optionsBag, checkSignal,
-  toBytes, checkPath, bytesOption,
+  DEFAULTS,
+  EXPOSED,
+  NULLABLE_CAPS,
+  OPTION_TYPES,
+  show,
+  nativeOptions,
+  checkCallback,
+  checkType,
+  optionsBag,
+  checkSignal,
+  toBytes,
+  checkPath,
+  bytesOption,
 }

@@ -14,15 +14,33 @@ class Result {
     if (chart !== undefined) this.chart = chart
   }
 
-  get text() { return this.data['text/plain'] }
-  get html() { return this.data['text/html'] }
-  get markdown() { return this.data['text/markdown'] }
-  get svg() { return this.data['image/svg+xml'] }
-  get json() { return this.data['application/json'] }
-  get latex() { return this.data['text/latex'] }
-  get javascript() { return this.data['application/javascript'] }
-  get png() { return image(this.data['image/png']) }
-  get jpeg() { return image(this.data['image/jpeg']) }
+  get text() {
+    return this.data['text/plain']
+  }
+  get html() {
+    return this.data['text/html']
+  }
+  get markdown() {
+    return this.data['text/markdown']
+  }
+  get svg() {
+    return this.data['image/svg+xml']
+  }
+  get json() {
+    return this.data['application/json']
+  }
+  get latex() {
+    return this.data['text/latex']
+  }
+  get javascript() {
+    return this.data['application/javascript']
+  }
+  get png() {
+    return image(this.data['image/png'])
+  }
+  get jpeg() {
+    return image(this.data['image/jpeg'])
+  }
 
   /** The MIME types this value was captured as. */
   formats() {

@@ -4,8 +4,18 @@
 const { NativeSandbox } = require('./native.js')
 const { SandboxError, callNative, fromNative } = require('./errors.js')
 const {
-  DEFAULTS, EXPOSED, NULLABLE_CAPS, show, nativeOptions, checkCallback, checkType, optionsBag, checkSignal, toBytes,
-  checkPath, bytesOption,
+  DEFAULTS,
+  EXPOSED,
+  NULLABLE_CAPS,
+  show,
+  nativeOptions,
+  checkCallback,
+  checkType,
+  optionsBag,
+  checkSignal,
+  toBytes,
+  checkPath,
+  bytesOption,
 } = require('./options.js')
 const { chunkSink, nativeCall, cancellable } = require('./calls.js')
 const { finishResult } = require('./results.js')
@@ -98,8 +108,11 @@ class Sandbox {
   async #call(opts, invoke) {
     const timeoutS = opts.timeoutS ?? this.timeoutS
     if (typeof timeoutS !== 'number') throw new SandboxError('timeoutS must be a positive number of seconds')
-    const r = await nativeCall(opts, this, (id) => this.#native.cancel(id), (callId, out, err) =>
-      invoke({ timeoutS, callId }, out, err),
+    const r = await nativeCall(
+      opts,
+      this,
+      (id) => this.#native.cancel(id),
+      (callId, out, err) => invoke({ timeoutS, callId }, out, err),
     )
     return finishResult(r, opts.onResult)
   }
@@ -114,9 +127,7 @@ class Sandbox {
     if (typeof timeoutS !== 'number') throw new SandboxError('timeoutS must be a positive number of seconds')
     const language = kernelLanguage(opts.language ?? 'python')
     if (opts.image != null) checkType('image', opts.image, 'string')
-    const native = await callNative(() =>
-      this.#native.kernel(timeoutS, language.native, opts.image ?? undefined),
-    )
+    const native = await callNative(() => this.#native.kernel(timeoutS, language.native, opts.image ?? undefined))
     return new Kernel(native, this, (callId) => this.#native.cancel(callId), language)
   }
 
@@ -165,7 +176,11 @@ class Sandbox {
     checkPath('dest', dest)
     opts = optionsBag('snapshotAsync', opts)
     const maxBytes = bytesOption('snapshotAsync', opts)
-    await cancellable(checkSignal(opts.signal), (id) => this.#native.cancel(id), (callId) => this.#native.snapshotAsync(dest, maxBytes, callId))
+    await cancellable(
+      checkSignal(opts.signal),
+      (id) => this.#native.cancel(id),
+      (callId) => this.#native.snapshotAsync(dest, maxBytes, callId),
+    )
   }
 
   /** restore() off the event loop: the same checks and refusals, in worker threads. `signal`
@@ -174,7 +189,11 @@ class Sandbox {
     checkPath('src', src)
     opts = optionsBag('restoreAsync', opts)
     const maxBytes = bytesOption('restoreAsync', opts)
-    await cancellable(checkSignal(opts.signal), (id) => this.#native.cancel(id), (callId) => this.#native.restoreAsync(src, maxBytes, callId))
+    await cancellable(
+      checkSignal(opts.signal),
+      (id) => this.#native.cancel(id),
+      (callId) => this.#native.restoreAsync(src, maxBytes, callId),
+    )
   }
 }
 

@@ -75,10 +75,19 @@ function preflight(targets) {
 function build(t, out, { js }) {
   const log = path.join(out, 'logs', `${t.triple}.log`)
   const args = [
-    'build', '--platform', '--release', '--target', t.buildTarget, '-x',
-    '--target-dir', path.join(repo, 'target', 'cross'), '--output-dir', out,
+    'build',
+    '--platform',
+    '--release',
+    '--target',
+    t.buildTarget,
+    '-x',
+    '--target-dir',
+    path.join(repo, 'target', 'cross'),
+    '--output-dir',
+    out,
     // Never the repo's index.d.ts: napi's default type-def file name is index.d.ts.
-    '--dts', 'binding.d.ts',
+    '--dts',
+    'binding.d.ts',
     ...(js ? ['--js', 'binding.js'] : ['--no-js']),
   ]
   const started = Date.now()
@@ -108,7 +117,9 @@ function smokePackage(t, out, file) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `kern-smoke-${t.platformArchABI}-`))
   smokeDirs.push(dir)
   for (const f of ['index.js', 'index.mjs', 'package.json']) fs.copyFileSync(path.join(repo, f), path.join(dir, f))
-  const loader = fs.existsSync(path.join(out, 'binding.js')) ? path.join(out, 'binding.js') : path.join(repo, 'binding.js')
+  const loader = fs.existsSync(path.join(out, 'binding.js'))
+    ? path.join(out, 'binding.js')
+    : path.join(repo, 'binding.js')
   fs.copyFileSync(loader, path.join(dir, 'binding.js'))
   fs.copyFileSync(file, path.join(dir, t.nodeFile))
   const kern = kernForSmoke()
@@ -160,10 +171,17 @@ int main(int argc, char **argv) {
 }
 `,
     )
-    for (const [a, zt] of [['x64', 'x86_64-linux-musl'], ['arm64', 'aarch64-linux-musl']]) {
+    for (const [a, zt] of [
+      ['x64', 'x86_64-linux-musl'],
+      ['arm64', 'aarch64-linux-musl'],
+    ]) {
       const exe = path.join(dir, `probe-${a}`)
       // -fno-sanitize: zig's UBSan runtime would pull in symbols older musl lacks (statx).
-      const r = cp.spawnSync(zig[0], [...zig.slice(1), 'cc', '-O2', '-fno-sanitize=all', '-target', zt, '-dynamic', '-o', exe, src], { encoding: 'utf8' })
+      const r = cp.spawnSync(
+        zig[0],
+        [...zig.slice(1), 'cc', '-O2', '-fno-sanitize=all', '-target', zt, '-dynamic', '-o', exe, src],
+        { encoding: 'utf8' },
+      )
       if (r.status === 0) muslCheckers[a] = exe
     }
   }
@@ -180,18 +198,21 @@ function runCheck(t, out) {
     }
     if (t.arch === 'arm64') {
       const node = path.join(SYSROOT, 'usr', 'bin', 'node')
-      if (!has('qemu-aarch64', ['--version']) || !fs.existsSync(node)) return 'not run (needs qemu-user and the arm64 root: scripts/setup-cross.sh)'
+      if (!has('qemu-aarch64', ['--version']) || !fs.existsSync(node))
+        return 'not run (needs qemu-user and the arm64 root: scripts/setup-cross.sh)'
       const s = smokePackage(t, out, file)
       return `qemu ${runSmoke('qemu-aarch64', ['-L', SYSROOT, node, s.script], s.env)}`
     }
     return 'not run (no way to run this arch here)'
   }
   const loader = t.arch === 'x64' ? '/lib/ld-musl-x86_64.so.1' : path.join(SYSROOT, 'lib', 'ld-musl-aarch64.so.1')
-  if (!fs.existsSync(loader)) return `not run (needs ${t.arch === 'x64' ? "Debian's musl" : 'the arm64 root'}: scripts/setup-cross.sh)`
+  if (!fs.existsSync(loader))
+    return `not run (needs ${t.arch === 'x64' ? "Debian's musl" : 'the arm64 root'}: scripts/setup-cross.sh)`
   const probe = muslChecker(t.arch)
   if (!probe) return 'not run (could not build the musl probe with zig)'
   if (t.arch === process.arch) return `native ${runSmoke(probe, [file], process.env)}`
-  if (t.arch === 'arm64' && has('qemu-aarch64', ['--version'])) return `qemu ${runSmoke('qemu-aarch64', ['-L', SYSROOT, probe, file], process.env)}`
+  if (t.arch === 'arm64' && has('qemu-aarch64', ['--version']))
+    return `qemu ${runSmoke('qemu-aarch64', ['-L', SYSROOT, probe, file], process.env)}`
   return 'not run (no qemu-user)'
 }
 

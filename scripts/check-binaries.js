@@ -18,7 +18,8 @@ const { repo, targets, GLIBC_BASELINE } = require('./targets.js')
 /** The issue's size budget for the x64 gnu addon; every target is held to it. */
 const MAX_BYTES = 3 * 1000 * 1000
 
-const GLIBC_LIBS = /^(libc\.so\.6|libm\.so\.6|libpthread\.so\.0|libdl\.so\.2|librt\.so\.1|libgcc_s\.so\.1|ld-linux[-\w.]*\.so\.\d)$/
+const GLIBC_LIBS =
+  /^(libc\.so\.6|libm\.so\.6|libpthread\.so\.0|libdl\.so\.2|librt\.so\.1|libgcc_s\.so\.1|ld-linux[-\w.]*\.so\.\d)$/
 const MUSL_LIBS = /^(libc\.so|libc\.musl-[\w]+\.so\.1|ld-musl-[\w]+\.so\.1)$/
 
 function readelf(args, file) {
@@ -72,7 +73,9 @@ function inspect(file, target, { maxBytes = MAX_BYTES } = {}) {
     if (!needed.includes('libc.so.6')) problems.push('does not link libc.so.6')
     if (!glibcMax) problems.push('no GLIBC_ symbol versions found')
     else if (cmpVersion(glibcMax, GLIBC_BASELINE) > 0) {
-      problems.push(`needs glibc ${glibcMax}, newer than the ${GLIBC_BASELINE} baseline (build with \`napi build -x --target ${target.buildTarget}\`)`)
+      problems.push(
+        `needs glibc ${glibcMax}, newer than the ${GLIBC_BASELINE} baseline (build with \`napi build -x --target ${target.buildTarget}\`)`,
+      )
     }
   } else {
     const odd = needed.filter((n) => !MUSL_LIBS.test(n))
@@ -81,13 +84,33 @@ function inspect(file, target, { maxBytes = MAX_BYTES } = {}) {
     if (glibcMax) problems.push(`references glibc symbol versions (up to GLIBC_${glibcMax})`)
   }
 
-  return { file, triple: target.triple, size, machine, type, needed, stripped, interp, exportsEntry, glibcMax, problems }
+  return {
+    file,
+    triple: target.triple,
+    size,
+    machine,
+    type,
+    needed,
+    stripped,
+    interp,
+    exportsEntry,
+    glibcMax,
+    problems,
+  }
 }
 
 function table(rows, columns) {
   const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => String(r[c] ?? '').length)))
-  const line = (cells) => cells.map((v, i) => String(v ?? '').padEnd(widths[i])).join('  ').trimEnd()
-  return [line(columns), line(widths.map((w) => '-'.repeat(w))), ...rows.map((r) => line(columns.map((c) => r[c])))].join('\n')
+  const line = (cells) =>
+    cells
+      .map((v, i) => String(v ?? '').padEnd(widths[i]))
+      .join('  ')
+      .trimEnd()
+  return [
+    line(columns),
+    line(widths.map((w) => '-'.repeat(w))),
+    ...rows.map((r) => line(columns.map((c) => r[c]))),
+  ].join('\n')
 }
 
 /** One row per target for `dir`: the inspection, or why there is none. */

@@ -18,11 +18,33 @@ const path = require('node:path')
  * EVERY lists the need), its package per package manager]. */
 const NEEDS = {
   rust: ['a Rust toolchain (cargo, rustc)', ['cargo', 'rustc'], null],
-  cc: ['a C compiler (cc)', ['cc', 'gcc', 'clang'], { apt: 'gcc', dnf: 'gcc', apk: 'gcc musl-dev', pacman: 'gcc', zypper: 'gcc' }],
-  bwrap: ['bubblewrap (bwrap)', ['bwrap'], { apt: 'bubblewrap', dnf: 'bubblewrap', apk: 'bubblewrap', pacman: 'bubblewrap', zypper: 'bubblewrap' }],
-  python3: ['python3', ['python3'], { apt: 'python3', dnf: 'python3', apk: 'python3', pacman: 'python', zypper: 'python3' }],
+  cc: [
+    'a C compiler (cc)',
+    ['cc', 'gcc', 'clang'],
+    { apt: 'gcc', dnf: 'gcc', apk: 'gcc musl-dev', pacman: 'gcc', zypper: 'gcc' },
+  ],
+  bwrap: [
+    'bubblewrap (bwrap)',
+    ['bwrap'],
+    { apt: 'bubblewrap', dnf: 'bubblewrap', apk: 'bubblewrap', pacman: 'bubblewrap', zypper: 'bubblewrap' },
+  ],
+  python3: [
+    'python3',
+    ['python3'],
+    { apt: 'python3', dnf: 'python3', apk: 'python3', pacman: 'python', zypper: 'python3' },
+  ],
   tar: ['GNU tar', ['tar'], { apt: 'tar', dnf: 'tar', apk: 'tar', pacman: 'tar', zypper: 'tar' }],
-  utilLinux: ['setpriv and prlimit (util-linux)', ['setpriv', 'prlimit'], { apt: 'util-linux', dnf: 'util-linux', apk: 'setpriv util-linux-misc', pacman: 'util-linux', zypper: 'util-linux' }],
+  utilLinux: [
+    'setpriv and prlimit (util-linux)',
+    ['setpriv', 'prlimit'],
+    {
+      apt: 'util-linux',
+      dnf: 'util-linux',
+      apk: 'setpriv util-linux-misc',
+      pacman: 'util-linux',
+      zypper: 'util-linux',
+    },
+  ],
 }
 const EVERY = new Set(['rust', 'utilLinux'])
 const MANAGERS = [
@@ -93,7 +115,9 @@ if (mode === 'test') {
     // not installed
   }
   if (!fs.existsSync(sdk) || !linked) {
-    process.stderr.write('kern-sandbox: npm test cannot start: the dependencies of mcp/ (kern-sandbox-mcp) are not installed. Install: npm ci --prefix mcp\n')
+    process.stderr.write(
+      'kern-sandbox: npm test cannot start: the dependencies of mcp/ (kern-sandbox-mcp) are not installed. Install: npm ci --prefix mcp\n',
+    )
     process.exit(1)
   }
 }

@@ -20,24 +20,43 @@ const declared = declaredValues(source)
 const declaredInterface = (name) => declaredIn(source, name)
 
 test('every runtime export is declared, and every declared value exists at run time', () => {
-  assert.deepEqual(Object.keys(runtime).sort(), [...declared.keys()].sort(), 'exports of require("kern-sandbox") vs value declarations in index.d.ts')
+  assert.deepEqual(
+    Object.keys(runtime).sort(),
+    [...declared.keys()].sort(),
+    'exports of require("kern-sandbox") vs value declarations in index.d.ts',
+  )
   for (const [name, d] of declared) {
     const v = runtime[name]
     if (d.kind === 'const') assert.notEqual(typeof v, 'function', `${name} is declared a const`)
     else if (d.kind === 'enum') assert.equal(typeof v, 'object', `${name} is declared an enum`)
     else assert.equal(typeof v, 'function', `${name} is declared a ${d.kind}`)
-    if (d.kind === 'class') assert.ok(v.prototype && /^class\b/.test(Function.prototype.toString.call(v)), `${name} is declared a class`)
+    if (d.kind === 'class')
+      assert.ok(v.prototype && /^class\b/.test(Function.prototype.toString.call(v)), `${name} is declared a class`)
   }
 })
 
 test('the ESM entry exports the same names', async () => {
   const esm = await import('kern-sandbox')
-  assert.deepEqual(Object.keys(esm).filter((k) => k !== 'default').sort(), Object.keys(runtime).sort())
+  assert.deepEqual(
+    Object.keys(esm)
+      .filter((k) => k !== 'default')
+      .sort(),
+    Object.keys(runtime).sort(),
+  )
   assert.equal(esm.default, runtime)
 })
 
 const SAMPLES = {
-  ExecutionResult: () => new runtime.ExecutionResult({ stdout: '', stderr: '', exitCode: 0, durationMs: 0, fault: null, files: [], truncated: false }),
+  ExecutionResult: () =>
+    new runtime.ExecutionResult({
+      stdout: '',
+      stderr: '',
+      exitCode: 0,
+      durationMs: 0,
+      fault: null,
+      files: [],
+      truncated: false,
+    }),
   SandboxError: () => new runtime.SandboxError('x'),
   MountRefused: () => new runtime.MountRefused('x'),
   Result: () => new runtime.Result({ 'text/plain': 'x' }),
@@ -63,7 +82,10 @@ for (const [name, d] of declared) {
       assert.ok(have.has(key) || inherited, `${name}.${show(key)} is declared in index.d.ts but missing at run time`)
       if (m.kind === 'method') {
         assert.equal(typeof proto[key], 'function', `${name}.${show(key)} is declared a method`)
-        assert.ok(proto[key].length <= m.params, `${name}.${show(key)} takes ${proto[key].length} required parameters at run time, index.d.ts declares ${m.params}`)
+        assert.ok(
+          proto[key].length <= m.params,
+          `${name}.${show(key)} takes ${proto[key].length} required parameters at run time, index.d.ts declares ${m.params}`,
+        )
       }
     }
     // Runtime → declared: every public method/accessor on the prototype (and field on a sample).
@@ -71,7 +93,10 @@ for (const [name, d] of declared) {
     for (const key of have) {
       if (typeof key === 'string' && (key.startsWith('_') || ok.has(key))) continue
       const inherited = d.heritage && declared.get(d.heritage)?.members.has(key)
-      assert.ok(d.members.has(key) || inherited, `${name}.${show(key)} exists at run time but index.d.ts does not declare it`)
+      assert.ok(
+        d.members.has(key) || inherited,
+        `${name}.${show(key)} exists at run time but index.d.ts does not declare it`,
+      )
     }
     // Statics
     const statics = Reflect.ownKeys(Class).filter((k) => !['length', 'name', 'prototype'].includes(k))
@@ -90,14 +115,23 @@ test('enums: the runtime objects have exactly the declared members and string va
 test('functions: index.d.ts declares at least the parameters the runtime requires', () => {
   for (const [name, d] of declared) {
     if (d.kind !== 'function') continue
-    assert.ok(runtime[name].length <= d.params, `${name} requires ${runtime[name].length} parameters at run time, index.d.ts declares ${d.params}`)
+    assert.ok(
+      runtime[name].length <= d.params,
+      `${name} requires ${runtime[name].length} parameters at run time, index.d.ts declares ${d.params}`,
+    )
   }
 })
 
 /** The JS surface's source: index.js and the files of lib/ it is made of. */
 function jsSources() {
   const lib = path.join(repo, 'lib')
-  const files = [path.join(repo, 'index.js'), ...fs.readdirSync(lib).filter((f) => f.endsWith('.js')).map((f) => path.join(lib, f))]
+  const files = [
+    path.join(repo, 'index.js'),
+    ...fs
+      .readdirSync(lib)
+      .filter((f) => f.endsWith('.js'))
+      .map((f) => path.join(lib, f)),
+  ]
   return files.map((f) => fs.readFileSync(f, 'utf8')).join('\n')
 }
 
@@ -107,7 +141,10 @@ test('SandboxOptions declares exactly the options the Sandbox constructor reads'
   // runtime's own statement.
   const js = jsSources()
   const m = /const OPTION_TYPES = \{([^}]*)\}/.exec(js)
-  assert.ok(m, 'lib/options.js no longer has `const OPTION_TYPES = {...}`: update this test to read the option list from where it now lives')
+  assert.ok(
+    m,
+    'lib/options.js no longer has `const OPTION_TYPES = {...}`: update this test to read the option list from where it now lives',
+  )
   const plain = [...m[1].matchAll(/(\w+):\s*'/g)].map((x) => x[1])
   const shaped = ['mounts', 'env', 'onStdout', 'onStderr']
   for (const k of shaped) assert.ok(new RegExp(`opts\\.${k}\\b`).test(js), `index.js no longer reads opts.${k}`)

@@ -11,7 +11,11 @@ const isStatic = (n) => (ts.getCombinedModifierFlags(n) & ts.ModifierFlags.Stati
 /** `foo`, `"foo"` or `[Symbol.asyncDispose]` → the runtime key (a string, or the well-known symbol). */
 function memberKey(name) {
   if (ts.isIdentifier(name) || ts.isStringLiteral(name)) return name.text
-  if (ts.isComputedPropertyName(name) && ts.isPropertyAccessExpression(name.expression) && name.expression.expression.getText() === 'Symbol') {
+  if (
+    ts.isComputedPropertyName(name) &&
+    ts.isPropertyAccessExpression(name.expression) &&
+    name.expression.expression.getText() === 'Symbol'
+  ) {
     return Symbol[name.expression.name.text]
   }
   throw new Error(`index.d.ts: cannot map member name ${name.getText()}`)
@@ -33,13 +37,23 @@ function declaredValues(source) {
         }
         ;(isStatic(m) ? statics : members).set(memberKey(m.name), entry)
       }
-      values.set(st.name.text, { kind: 'class', members, statics, heritage: st.heritageClauses?.[0]?.types[0]?.expression.getText() ?? null })
+      values.set(st.name.text, {
+        kind: 'class',
+        members,
+        statics,
+        heritage: st.heritageClauses?.[0]?.types[0]?.expression.getText() ?? null,
+      })
     } else if (ts.isFunctionDeclaration(st) && isExported(st)) {
       const prev = values.get(st.name.text)
       const params = Math.max(prev ? prev.params : 0, st.parameters.length)
       values.set(st.name.text, { kind: 'function', params })
     } else if (ts.isEnumDeclaration(st) && isExported(st)) {
-      const members = new Map(st.members.map((m) => [memberKey(m.name), m.initializer && ts.isStringLiteral(m.initializer) ? m.initializer.text : undefined]))
+      const members = new Map(
+        st.members.map((m) => [
+          memberKey(m.name),
+          m.initializer && ts.isStringLiteral(m.initializer) ? m.initializer.text : undefined,
+        ]),
+      )
       values.set(st.name.text, { kind: 'enum', members })
     } else if (ts.isExportDeclaration(st) && !st.isTypeOnly && st.exportClause && ts.isNamedExports(st.exportClause)) {
       // `export { A, B } from "./other"`: values declared elsewhere.
@@ -67,7 +81,6 @@ function runtimeMembers(Class, sample) {
   if (sample) for (const k of Reflect.ownKeys(sample)) keys.add(k)
   return keys
 }
-
 
 const show = (k) => (typeof k === 'symbol' ? k.toString() : k)
 

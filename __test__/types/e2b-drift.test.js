@@ -29,7 +29,12 @@ test('every export of kern-sandbox/e2b is declared, and every declared value exi
     if (d.kind === 'reexport') assert.equal(runtime[name], require('kern-sandbox')[name], `${name} is the main entry's`)
   }
   const esm = await import('kern-sandbox/e2b')
-  assert.deepEqual(Object.keys(esm).filter((k) => k !== 'default').sort(), Object.keys(runtime).sort())
+  assert.deepEqual(
+    Object.keys(esm)
+      .filter((k) => k !== 'default')
+      .sort(),
+    Object.keys(runtime).sort(),
+  )
   assert.equal(esm.default, runtime)
 })
 
@@ -50,11 +55,15 @@ for (const [name, d] of declared) {
     const have = runtimeMembers(Class, SAMPLES[name] ? SAMPLES[name]() : null)
     const inherited = (key) => d.heritage && declared.get(d.heritage)?.members.has(key)
     for (const [key, m] of d.members) {
-      if (!m.optional) assert.ok(have.has(key) || inherited(key), `${name}.${show(key)} is declared but missing at run time`)
+      if (!m.optional)
+        assert.ok(have.has(key) || inherited(key), `${name}.${show(key)} is declared but missing at run time`)
     }
     for (const key of have) {
       if (typeof key === 'string' && (key.startsWith('_') || FROM_ERROR.includes(key))) continue
-      assert.ok(d.members.has(key) || inherited(key), `${name}.${show(key)} exists at run time but e2b.d.ts does not declare it`)
+      assert.ok(
+        d.members.has(key) || inherited(key),
+        `${name}.${show(key)} exists at run time but e2b.d.ts does not declare it`,
+      )
     }
     const statics = Reflect.ownKeys(Class).filter((k) => !['length', 'name', 'prototype'].includes(k))
     assert.deepEqual(statics.map(show).sort(), [...d.statics.keys()].map(show).sort(), `static members of ${name}`)
@@ -62,7 +71,10 @@ for (const [name, d] of declared) {
 }
 
 test('sandbox.files and sandbox.commands have exactly the declared methods', () => {
-  for (const [iface, obj] of [['Filesystem', sbx.files], ['Commands', sbx.commands]]) {
+  for (const [iface, obj] of [
+    ['Filesystem', sbx.files],
+    ['Commands', sbx.commands],
+  ]) {
     const methods = Reflect.ownKeys(Object.getPrototypeOf(obj)).filter((k) => k !== 'constructor')
     assert.deepEqual(methods.sort(), [...new Set(declaredInterface(source, iface))].sort(), iface)
   }

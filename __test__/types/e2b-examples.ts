@@ -1,57 +1,81 @@
 // kern-sandbox/e2b through the "require" condition: code written for @e2b/code-interpreter, with
 // only the import changed, type-checks against e2b.d.ts.
 import {
-  Sandbox, CommandExitError, TimeoutError, NotFoundError, InvalidArgumentError, SandboxError,
-  ChartType, type Execution, type Result, type Context, type EntryInfo, type OutputMessage, type ChartTypes,
-} from "kern-sandbox/e2b";
+  Sandbox,
+  CommandExitError,
+  TimeoutError,
+  NotFoundError,
+  InvalidArgumentError,
+  SandboxError,
+  ChartType,
+  type Execution,
+  type Result,
+  type Context,
+  type EntryInfo,
+  type OutputMessage,
+  type ChartTypes,
+} from 'kern-sandbox/e2b'
 
 export function lineLabels(r: Result): string[] {
-  const chart: ChartTypes | undefined = r.chart;
-  return chart && chart.type === ChartType.LINE ? chart.elements.map((e) => e.label) : [];
+  const chart: ChartTypes | undefined = r.chart
+  return chart && chart.type === ChartType.LINE ? chart.elements.map((e) => e.label) : []
 }
 
 export async function agentTool(code: string): Promise<string> {
-  const sbx = await Sandbox.create({ timeoutMs: 120_000, envs: { MODE: "test" }, metadata: { user: "u1" } });
+  const sbx = await Sandbox.create({ timeoutMs: 120_000, envs: { MODE: 'test' }, metadata: { user: 'u1' } })
   try {
-    const out: string[] = [];
+    const out: string[] = []
     const exec: Execution = await sbx.runCode(code, {
-      language: "python",
+      language: 'python',
       timeoutMs: 10_000,
       onStdout: (m: OutputMessage) => out.push(m.line),
-      onStderr: (m) => out.push(m.error ? m.line : ""),
+      onStderr: (m) => out.push(m.error ? m.line : ''),
       onResult: (r: Result) => void r.formats(),
       onError: (e) => out.push(e.traceback),
-      envs: { ONE: "1" },
-    });
-    if (exec.error) return `${exec.error.name}: ${exec.error.value}`;
-    const charts = exec.results.filter((r) => r.png !== undefined).map((r) => Buffer.from(r.png!, "base64"));
-    const table = exec.results.find((r) => r.isMainResult)?.data;
-    await sbx.files.write("/home/user/data.csv", "a,b\n1,2\n");
-    await sbx.files.write([{ path: "x.txt", data: new Uint8Array([1]) }]);
-    const text: string = await sbx.files.read("data.csv");
-    const bytes: Uint8Array = await sbx.files.read("data.csv", { format: "bytes" });
-    const entries: EntryInfo[] = await sbx.files.list("/home/user");
-    const made: boolean = await sbx.files.makeDir("out");
-    const ctx: Context = await sbx.createCodeContext({ language: "js", cwd: "/home/user/out" });
-    await sbx.runCode("1", { context: ctx });
-    await sbx.restartCodeContext(ctx);
-    await sbx.removeCodeContext(ctx.id);
-    const all: Context[] = await sbx.listCodeContexts();
+      envs: { ONE: '1' },
+    })
+    if (exec.error) return `${exec.error.name}: ${exec.error.value}`
+    const charts = exec.results.filter((r) => r.png !== undefined).map((r) => Buffer.from(r.png!, 'base64'))
+    const table = exec.results.find((r) => r.isMainResult)?.data
+    await sbx.files.write('/home/user/data.csv', 'a,b\n1,2\n')
+    await sbx.files.write([{ path: 'x.txt', data: new Uint8Array([1]) }])
+    const text: string = await sbx.files.read('data.csv')
+    const bytes: Uint8Array = await sbx.files.read('data.csv', { format: 'bytes' })
+    const entries: EntryInfo[] = await sbx.files.list('/home/user')
+    const made: boolean = await sbx.files.makeDir('out')
+    const ctx: Context = await sbx.createCodeContext({ language: 'js', cwd: '/home/user/out' })
+    await sbx.runCode('1', { context: ctx })
+    await sbx.restartCodeContext(ctx)
+    await sbx.removeCodeContext(ctx.id)
+    const all: Context[] = await sbx.listCodeContexts()
     try {
-      const r = await sbx.commands.run("ls", { cwd: "/home/user", envs: { A: "1" }, onStdout: (d: string) => void d });
-      out.push(r.stdout, String(r.exitCode));
+      const r = await sbx.commands.run('ls', { cwd: '/home/user', envs: { A: '1' }, onStdout: (d: string) => void d })
+      out.push(r.stdout, String(r.exitCode))
     } catch (e) {
-      if (e instanceof CommandExitError) out.push(e.stderr, String(e.exitCode));
-      else if (e instanceof TimeoutError || e instanceof NotFoundError || e instanceof InvalidArgumentError) throw e;
-      else if (e instanceof SandboxError) throw e;
+      if (e instanceof CommandExitError) out.push(e.stderr, String(e.exitCode))
+      else if (e instanceof TimeoutError || e instanceof NotFoundError || e instanceof InvalidArgumentError) throw e
+      else if (e instanceof SandboxError) throw e
     }
-    await sbx.setTimeout(60_000);
-    const running: boolean = await sbx.isRunning();
-    const info = await sbx.getInfo();
-    return [exec.text ?? "", text, bytes.length, entries.length, made, all.length, charts.length, table, running, info.sandboxId, JSON.stringify(exec.toJSON())].join();
+    await sbx.setTimeout(60_000)
+    const running: boolean = await sbx.isRunning()
+    const info = await sbx.getInfo()
+    return [
+      exec.text ?? '',
+      text,
+      bytes.length,
+      entries.length,
+      made,
+      all.length,
+      charts.length,
+      table,
+      running,
+      info.sandboxId,
+      JSON.stringify(exec.toJSON()),
+    ].join()
   } finally {
-    await sbx.kill();
+    await sbx.kill()
   }
 }
 
-export const withTemplate = (): Promise<Sandbox> => Sandbox.create("code-interpreter-v1", { allowInternetAccess: false, kern: { memoryMb: 1024 } });
+export const withTemplate = (): Promise<Sandbox> =>
+  Sandbox.create('code-interpreter-v1', { allowInternetAccess: false, kern: { memoryMb: 1024 } })

@@ -12,7 +12,9 @@ const tsc = require.resolve('typescript/bin/tsc')
 
 function compile(config) {
   return new Promise((resolve) => {
-    const child = cp.spawn(process.execPath, [tsc, '-p', path.join(__dirname, config), '--pretty', 'false'], { cwd: __dirname })
+    const child = cp.spawn(process.execPath, [tsc, '-p', path.join(__dirname, config), '--pretty', 'false'], {
+      cwd: __dirname,
+    })
     let out = ''
     child.stdout.on('data', (d) => (out += d))
     child.stderr.on('data', (d) => (out += d))
@@ -21,7 +23,10 @@ function compile(config) {
 }
 
 for (const [config, what] of [
-  ['tsconfig.json', 'node16: readme-examples.ts and e2b-examples.ts (CommonJS), esm-examples.mts and e2b-esm-examples.mts (ESM)'],
+  [
+    'tsconfig.json',
+    'node16: readme-examples.ts and e2b-examples.ts (CommonJS), esm-examples.mts and e2b-esm-examples.mts (ESM)',
+  ],
   ['tsconfig.bundler.json', 'bundler resolution: esm-examples.mts and e2b-esm-examples.mts'],
 ]) {
   test(`tsc --noEmit --strict compiles the examples, ${what}`, async () => {

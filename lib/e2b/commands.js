@@ -50,14 +50,18 @@ class Commands {
   /** Runs `cmd`; resolves to `{ stdout, stderr, exitCode, error }`, rejects with
    * CommandExitError on a non-zero exit. */
   async run(cmd, opts = {}) {
-    if (typeof cmd !== 'string' || cmd.includes('\0')) throw new InvalidArgumentError('cmd must be a string with no NUL byte')
+    if (typeof cmd !== 'string' || cmd.includes('\0'))
+      throw new InvalidArgumentError('cmd must be a string with no NUL byte')
     opts = opts ?? {}
     if (opts.background) {
-      throw new InvalidArgumentError('background commands are not supported by kern-sandbox/e2b: run them to completion')
+      throw new InvalidArgumentError(
+        'background commands are not supported by kern-sandbox/e2b: run them to completion',
+      )
     }
     const argv = ['/bin/sh', '-c', LAUNCH, 'kern-command', this.#cwd(opts.cwd), cmd, ...envPairs(opts.envs)]
     const timeoutMs = opts.timeoutMs ?? COMMAND_TIMEOUT_MS
-    if (typeof timeoutMs !== 'number' || !(timeoutMs >= 0)) throw new InvalidArgumentError('timeoutMs must be a number of milliseconds, 0 for none')
+    if (typeof timeoutMs !== 'number' || !(timeoutMs >= 0))
+      throw new InvalidArgumentError('timeoutMs must be a number of milliseconds, 0 for none')
     // 0 (or Infinity) means none: the sandbox's lifetime bounds the command then.
     const ms = timeoutMs > 0 && Number.isFinite(timeoutMs) ? timeoutMs : this.#lifetimeMs()
     const out = textSink(opts.onStdout)
@@ -72,7 +76,9 @@ class Commands {
       err.end()
     }
     if (r.fault && r.fault.type === 'timeout') {
-      throw new TimeoutError(`Command timed out after ${timeoutMs} ms: pass a larger 'timeoutMs' (0 for none) to give it longer`)
+      throw new TimeoutError(
+        `Command timed out after ${timeoutMs} ms: pass a larger 'timeoutMs' (0 for none) to give it longer`,
+      )
     }
     const result = {
       stdout: r.stdout,
@@ -95,7 +101,8 @@ class Commands {
 
 function envPairs(envs) {
   if (envs == null) return []
-  if (typeof envs !== 'object' || Array.isArray(envs)) throw new InvalidArgumentError('envs must be an object of strings')
+  if (typeof envs !== 'object' || Array.isArray(envs))
+    throw new InvalidArgumentError('envs must be an object of strings')
   return Object.entries(envs).map(([k, v]) => {
     if (!ENV_NAME.test(k)) throw new InvalidArgumentError(`env var name ${JSON.stringify(k)} is not a valid name`)
     const value = String(v)

@@ -92,7 +92,8 @@ class Contexts {
     const l = contextLanguage(language)
     let dir = HOME
     if (cwd != null) {
-      if (typeof cwd !== 'string' || !cwd || cwd.includes('\0')) throw new InvalidArgumentError('cwd must be a non-empty path')
+      if (typeof cwd !== 'string' || !cwd || cwd.includes('\0'))
+        throw new InvalidArgumentError('cwd must be a non-empty path')
       dir = path.posix.resolve(HOME, cwd)
     }
     const e = new Entry(l, dir)
@@ -124,14 +125,22 @@ class Contexts {
     const old = e.kernel
     e.kernel = null
     e.count = 0
-    if (old) await old.then((k) => k.close(), () => {})
+    if (old)
+      await old.then(
+        (k) => k.close(),
+        () => {},
+      )
     await this.#kernel(e)
   }
 
   async remove(ctx) {
     const e = this.#find(ctx)
     this.#entries.delete(e.id)
-    if (e.kernel) await e.kernel.then((k) => k.close(), () => {})
+    if (e.kernel)
+      await e.kernel.then(
+        (k) => k.close(),
+        () => {},
+      )
   }
 
   /** The entry a runCode runs in: the given context, or the language's default. */
@@ -195,7 +204,8 @@ class Contexts {
     } catch (x) {
       clearTimeout(timer)
       if (this.#host.killed) throw killedError(x)
-      if (timedOut) throw new TimeoutError(`Execution timed out after ${timeoutMs} ms while the context's kernel was starting`)
+      if (timedOut)
+        throw new TimeoutError(`Execution timed out after ${timeoutMs} ms while the context's kernel was starting`)
       throw toE2B(x)
     }
     const out = opts.onStdout ? new LineStream(opts.onStdout, false) : null
@@ -210,7 +220,8 @@ class Contexts {
     const hidden = (cell) => kernel.runCode(cell, { timeoutS: KERNEL_BACKSTOP_S }).catch(() => {})
     if (envs) hidden(envs.before) // cells run in call order: this one, the user's, then `after`
     // A bash context's cells go to one shell that lives as long as the context (its state carries).
-    const source = e.language === 'bash' ? `_ipy_bash(${JSON.stringify(code)}, ${JSON.stringify(stringValues(opts.envs))})` : code
+    const source =
+      e.language === 'bash' ? `_ipy_bash(${JSON.stringify(code)}, ${JSON.stringify(stringValues(opts.envs))})` : code
     let r
     try {
       r = await kernel.runCode(source, {
@@ -242,13 +253,25 @@ class Contexts {
     e.count += 1
     const error = r.error ? new ExecutionError(r.error.name, r.error.value, r.error.traceback) : undefined
     if (error && opts.onError) deliver(opts.onError, error)
-    return new Execution(r.results.map(e2b), { stdout: lines(r.stdout), stderr: lines(withoutTraceback(r.stderr, r.error)) }, error, e.count)
+    return new Execution(
+      r.results.map(e2b),
+      { stdout: lines(r.stdout), stderr: lines(withoutTraceback(r.stderr, r.error)) },
+      error,
+      e.count,
+    )
   }
 
   /** Closes every context's kernel (the sandbox's kill). */
   async closeAll() {
     const ks = [...this.#entries.values()].map((e) => e.kernel).filter(Boolean)
-    await Promise.all(ks.map((p) => p.then((k) => k.close(), () => {})))
+    await Promise.all(
+      ks.map((p) =>
+        p.then(
+          (k) => k.close(),
+          () => {},
+        ),
+      ),
+    )
   }
 }
 

@@ -70,5 +70,11 @@ function toE2B(e) {
 }
 
 module.exports = {
-  SandboxError, TimeoutError, InvalidArgumentError, NotFoundError, CommandExitError, killedError, toE2B,
+  SandboxError,
+  TimeoutError,
+  InvalidArgumentError,
+  NotFoundError,
+  CommandExitError,
+  killedError,
+  toE2B,
 }

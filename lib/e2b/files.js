@@ -78,7 +78,9 @@ class Filesystem {
     const rel = relative(p)
     const format = opts?.format ?? 'text'
     if (!['text', 'bytes', 'blob', 'stream'].includes(format)) {
-      throw new InvalidArgumentError(`format must be 'text', 'bytes', 'blob' or 'stream', got ${JSON.stringify(format)}`)
+      throw new InvalidArgumentError(
+        `format must be 'text', 'bytes', 'blob' or 'stream', got ${JSON.stringify(format)}`,
+      )
     }
     const buf = await this.#guard(() => this.#native.readFile(rel, undefined))
     if (format === 'text') return buf.toString('utf8')

@@ -41,10 +41,13 @@ function stringRecord(v, what) {
 /** The core Sandbox options an E2B `create` amounts to. */
 function coreOptions(template, opts) {
   const kern = opts.kern ?? {}
-  if (typeof kern !== 'object' || Array.isArray(kern)) throw new InvalidArgumentError('kern must be an object of kern-sandbox Sandbox options')
+  if (typeof kern !== 'object' || Array.isArray(kern))
+    throw new InvalidArgumentError('kern must be an object of kern-sandbox Sandbox options')
   for (const k of OWNED) {
     if (kern[k] !== undefined) {
-      throw new InvalidArgumentError(`kern.${k} is set by the E2B options (template, envs, allowInternetAccess, /home/user): use those`)
+      throw new InvalidArgumentError(
+        `kern.${k} is set by the E2B options (template, envs, allowInternetAccess, /home/user): use those`,
+      )
     }
   }
   const allow = opts.allowInternetAccess ?? false
@@ -120,7 +123,10 @@ class Sandbox {
    * sandbox lives in the process that created it). */
   static async connect(sandboxId) {
     const s = live.get(sandboxId)
-    if (!s) throw new NotFoundError(`sandbox ${sandboxId} not found (it was killed, timed out, or belongs to another process)`)
+    if (!s)
+      throw new NotFoundError(
+        `sandbox ${sandboxId} not found (it was killed, timed out, or belongs to another process)`,
+      )
     return s
   }
 

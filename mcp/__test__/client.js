@@ -16,7 +16,8 @@ const bin = path.join(pkgDir, 'bin', 'kern-sandbox-mcp.js')
 async function connect({ env = {}, args = [], command = process.execPath, commandArgs = [bin], cwd } = {}) {
   const base = {}
   // The caller's knobs and the loader override stay out: the server sees only what the test sets.
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('KERN_MCP_') && k !== 'NAPI_RS_NATIVE_LIBRARY_PATH') base[k] = v
+  for (const [k, v] of Object.entries(process.env))
+    if (!k.startsWith('KERN_MCP_') && k !== 'NAPI_RS_NATIVE_LIBRARY_PATH') base[k] = v
   const transport = new StdioClientTransport({
     command,
     args: [...commandArgs, ...args],
@@ -33,7 +34,10 @@ async function connect({ env = {}, args = [], command = process.execPath, comman
 
 /** All text blocks of a tool result, joined. */
 function textOf(result) {
-  return result.content.filter((c) => c.type === 'text').map((c) => c.text).join('\n')
+  return result.content
+    .filter((c) => c.type === 'text')
+    .map((c) => c.text)
+    .join('\n')
 }
 
 /** Calls run_code; `opts` are the SDK's request options (onprogress, signal, timeout). */

@@ -29,15 +29,26 @@ test('the mcp tarball: its files, the bin, and the library at exactly this versi
   assert.equal(mcpPkg.version, pkg.version, 'kern-sandbox-mcp and kern-sandbox share a version')
   assert.equal(mcpPkg.dependencies['kern-sandbox'], pkg.version)
   assert.match(mcpPkg.dependencies['@modelcontextprotocol/sdk'], /^1\.\d+\.\d+$/)
-  assert.ok(!JSON.stringify(require(path.join(repo, 'package-lock.json'))).includes('@modelcontextprotocol'), 'the library\'s lockfile carries no SDK')
+  assert.ok(
+    !JSON.stringify(require(path.join(repo, 'package-lock.json'))).includes('@modelcontextprotocol'),
+    "the library's lockfile carries no SDK",
+  )
 })
 
 test('installed offline from the tarballs, npx kern-sandbox-mcp serves a real MCP client', { skip }, async () => {
   const out = path.join(root, 'tarballs')
   const packed = pack({ artifacts: repo, out, targets: [host] })
-  const mcpTgz = JSON.parse(cp.execFileSync('npm', ['pack', pkgDir, '--pack-destination', out, '--json', '--loglevel', 'warn'], { cwd: root, encoding: 'utf8' }))[0]
+  const mcpTgz = JSON.parse(
+    cp.execFileSync('npm', ['pack', pkgDir, '--pack-destination', out, '--json', '--loglevel', 'warn'], {
+      cwd: root,
+      encoding: 'utf8',
+    }),
+  )[0]
   const files = mcpTgz.files.map((f) => f.path).sort()
-  assert.ok(files.includes('bin/kern-sandbox-mcp.js') && files.includes('lib/server.js') && files.includes('README.md'), files.join(' '))
+  assert.ok(
+    files.includes('bin/kern-sandbox-mcp.js') && files.includes('lib/server.js') && files.includes('README.md'),
+    files.join(' '),
+  )
   assert.ok(!files.some((f) => f.startsWith('__test__/') || f.startsWith('node_modules/')), files.join(' '))
 
   project = emptyProject('consumer')
@@ -55,11 +66,20 @@ test('installed offline from the tarballs, npx kern-sandbox-mcp serves a real MC
   assert.equal(require(path.join(lib, 'package.json')).version, pkg.version)
   assert.ok(fs.existsSync(path.join(project, 'node_modules', '.bin', 'kern-sandbox-mcp')))
 
-  const help = cp.spawnSync('npx', ['--offline', '--no', '--', 'kern-sandbox-mcp', '--help'], { cwd: project, encoding: 'utf8', timeout: 60_000 })
+  const help = cp.spawnSync('npx', ['--offline', '--no', '--', 'kern-sandbox-mcp', '--help'], {
+    cwd: project,
+    encoding: 'utf8',
+    timeout: 60_000,
+  })
   assert.equal(help.status, 0, help.stderr)
   assert.match(help.stdout, /--image IMAGE/)
 
-  const s = await connect({ command: 'npx', commandArgs: ['--offline', '--no', '--', 'kern-sandbox-mcp'], env: { KERN_BIN: helpers.kernBin }, cwd: project })
+  const s = await connect({
+    command: 'npx',
+    commandArgs: ['--offline', '--no', '--', 'kern-sandbox-mcp'],
+    env: { KERN_BIN: helpers.kernBin },
+    cwd: project,
+  })
   try {
     const ok = await run(s.client, 'print(6 * 7)')
     assert.equal(ok.isError, false, textOf(ok))

@@ -11,7 +11,10 @@ const rec = helpers.realKern ? null : helpers.recordingKern()
 let s
 
 test.before(async () => {
-  s = await connect({ env: { KERN_BIN: rec ? rec.bin : helpers.kernBin }, args: ['--kernel', '0', '--setup', 'echo ready > setup-done.txt'] })
+  s = await connect({
+    env: { KERN_BIN: rec ? rec.bin : helpers.kernBin },
+    args: ['--kernel', '0', '--setup', 'echo ready > setup-done.txt'],
+  })
 })
 test.after(async () => {
   await s.close()

@@ -22,7 +22,7 @@ test.after(async () => {
   await s.close()
 })
 
-test('tools/list: upstream\'s tools and arguments, plus reset; run_code declares its output schema', async () => {
+test("tools/list: upstream's tools and arguments, plus reset; run_code declares its output schema", async () => {
   const { tools } = await s.client.listTools()
   const byName = Object.fromEntries(tools.map((t) => [t.name, t]))
   assert.deepEqual(Object.keys(byName).sort(), ['list_files', 'read_file', 'reset', 'run_code', 'write_file'])
@@ -50,7 +50,10 @@ test('python state persists between run_code calls (warm kernel)', async () => {
 })
 
 test('a figure comes back as an image block with valid PNG bytes; HTML as text', async () => {
-  const r = await run(s.client, 'import matplotlib\nmatplotlib.use("Agg")\nimport matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()')
+  const r = await run(
+    s.client,
+    'import matplotlib\nmatplotlib.use("Agg")\nimport matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()',
+  )
   assert.equal(r.isError, false, textOf(r))
   const images = r.content.filter((c) => c.type === 'image')
   assert.equal(images.length, 1)
@@ -59,12 +62,15 @@ test('a figure comes back as an image block with valid PNG bytes; HTML as text',
   assert.equal(png.subarray(0, 8).toString('hex'), '89504e470d0a1a0a')
   assert.equal(png.subarray(12, 16).toString('latin1'), 'IHDR')
   assert.ok(png.readUInt32BE(16) > 0 && png.readUInt32BE(20) > 0)
-  assert.deepEqual(r.structuredContent.results.map((x) => x.mimeTypes.includes('image/png')), [true])
+  assert.deepEqual(
+    r.structuredContent.results.map((x) => x.mimeTypes.includes('image/png')),
+    [true],
+  )
   const h = await run(s.client, 'class T:\n    def _repr_html_(self): return "<b>bold</b>"\nT()')
   assert.match(textOf(h), /\[text\/html\]\n<b>bold<\/b>/)
 })
 
-test('the code\'s own failures are tool results with isError and an actionable message', async () => {
+test("the code's own failures are tool results with isError and an actionable message", async () => {
   const exc = await run(s.client, 'def f():\n    raise ValueError("bad value")\nf()')
   assert.equal(exc.isError, true)
   assert.match(textOf(exc), /Traceback[\s\S]*ValueError: bad value/)
@@ -92,7 +98,10 @@ test('bad arguments are tool errors, protocol misuse is a JSON-RPC error, and th
   assert.equal(lang.isError, true)
   const missing = await s.client.callTool({ name: 'read_file', arguments: {} })
   assert.equal(missing.isError, true)
-  await assert.rejects(s.client.request({ method: 'no/such/method', params: {} }, require('zod').object({})), (e) => e instanceof McpError && e.code === -32601)
+  await assert.rejects(
+    s.client.request({ method: 'no/such/method', params: {} }, require('zod').object({})),
+    (e) => e instanceof McpError && e.code === -32601,
+  )
   const ok = await run(s.client, 'print(x + 1)')
   assert.match(textOf(ok), /^42$/m)
 })
@@ -105,7 +114,10 @@ test('language: bash runs bash (arrays, [[ ]], brace expansion); node and javasc
   const big = await run(s.client, `# ${'pad '.repeat(40_000)}\nb=(x y z); echo "big:\${b[2]}"`, { language: 'bash' })
   assert.equal(big.isError, false, textOf(big))
   assert.match(textOf(big), /^big:z$/m)
-  assert.deepEqual(fs.readdirSync(workspace).filter((n) => n.startsWith('.kern-mcp-cell-')), [])
+  assert.deepEqual(
+    fs.readdirSync(workspace).filter((n) => n.startsWith('.kern-mcp-cell-')),
+    [],
+  )
   for (const language of ['node', 'javascript']) {
     const j = await run(s.client, 'const y = [1, 2, 3].map((n) => n * 2); console.log(y.join(","))', { language })
     assert.equal(j.isError, false, textOf(j))
@@ -120,7 +132,9 @@ test('JavaScript and TypeScript run in warm kernels: state persists, the trailin
   assert.equal(a.structuredContent.warmKernel, true)
   const b = await run(s.client, 'console.log(kept + 1)', { language: 'node' })
   assert.match(textOf(b), /^6$/m)
-  const t = await run(s.client, 'enum Color { Red, Green }\nconst n: number = 6 * 7;\n`${n} ${Color[1]}`', { language: 'typescript' })
+  const t = await run(s.client, 'enum Color { Red, Green }\nconst n: number = 6 * 7;\n`${n} ${Color[1]}`', {
+    language: 'typescript',
+  })
   assert.equal(t.isError, false, textOf(t))
   assert.match(textOf(t), /^Out\[\d+\]: 42 Green$/m)
   const e = await run(s.client, 'throw new TypeError("bad thing")', { language: 'javascript' })
@@ -159,15 +173,20 @@ test('live output: stdout and stderr chunks arrive as progress notifications whi
   assert.match(textOf(r), /after-go/)
 })
 
-test('cancellation interrupts the cell and keeps the kernel\'s state', async () => {
+test("cancellation interrupts the cell and keeps the kernel's state", async () => {
   await run(s.client, 'kept_across_cancel = 7')
   const controller = new AbortController()
-  const call = run(s.client, 'import time\nprint("spinning", flush=True)\nwhile True:\n    time.sleep(0.05)', {}, {
-    signal: controller.signal,
-    onprogress: (p) => {
-      if (p.message.includes('spinning')) controller.abort()
+  const call = run(
+    s.client,
+    'import time\nprint("spinning", flush=True)\nwhile True:\n    time.sleep(0.05)',
+    {},
+    {
+      signal: controller.signal,
+      onprogress: (p) => {
+        if (p.message.includes('spinning')) controller.abort()
+      },
     },
-  })
+  )
   await assert.rejects(call)
   const after = await run(s.client, 'print(kept_across_cancel)')
   assert.equal(after.isError, false, textOf(after))
@@ -213,7 +232,7 @@ test('a flood is clipped: one reply stays far under 1 MB and says it was clipped
   assert.equal(r.structuredContent.clipped, true)
 })
 
-test('images beyond the reply\'s image budget are left out, and the reply says so', async () => {
+test("images beyond the reply's image budget are left out, and the reply says so", async () => {
   const r = await run(
     s.client,
     'import io, matplotlib\nmatplotlib.use("Agg")\nimport matplotlib.pyplot as plt\n' +
@@ -227,12 +246,15 @@ test('images beyond the reply\'s image budget are left out, and the reply says s
   assert.match(textOf(r), /12 image\(s\) left out/)
 })
 
-test('kern\'s own notes never reach the model; the server logs each once on its stderr', async () => {
+test("kern's own notes never reach the model; the server logs each once on its stderr", async () => {
   const r1 = await run(s.client, 'echo one', { language: 'bash' })
   const r2 = await run(s.client, 'echo two >&2', { language: 'bash' })
   for (const r of [r1, r2]) assert.doesNotMatch(JSON.stringify(r.content), /kern: warning|not enforced/)
   assert.match(textOf(r2), /\[stderr\]\ntwo/)
-  const logged = s.stderr().split('\n').filter((l) => /not enforced/.test(l))
+  const logged = s
+    .stderr()
+    .split('\n')
+    .filter((l) => /not enforced/.test(l))
   assert.equal(logged.length, 1, s.stderr())
 })
 
@@ -240,7 +262,10 @@ test('read_file: text, an image block for an image, a description for other bina
   await s.client.callTool({ name: 'write_file', arguments: { path: 'notes/a.txt', content: 'héllo\n' } })
   const t = await s.client.callTool({ name: 'read_file', arguments: { path: 'notes/a.txt' } })
   assert.equal(textOf(t), 'héllo\n')
-  await run(s.client, 'import matplotlib\nmatplotlib.use("Agg")\nimport matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.savefig("fig.png")\nplt.close("all")\nopen("blob.bin", "wb").write(bytes(range(256)) * 4)\nopen("big.txt", "w").write("z" * (5 * 1024 * 1024))')
+  await run(
+    s.client,
+    'import matplotlib\nmatplotlib.use("Agg")\nimport matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.savefig("fig.png")\nplt.close("all")\nopen("blob.bin", "wb").write(bytes(range(256)) * 4)\nopen("big.txt", "w").write("z" * (5 * 1024 * 1024))',
+  )
   const img = await s.client.callTool({ name: 'read_file', arguments: { path: 'fig.png' } })
   assert.equal(img.content[0].type, 'image')
   assert.equal(Buffer.from(img.content[0].data, 'base64').subarray(1, 4).toString(), 'PNG')

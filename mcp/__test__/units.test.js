@@ -16,20 +16,38 @@ const { LIMITS } = require('../lib/bounds.js')
 const { Interpreter, SHELL_WRAP } = require('../lib/interpreter.js')
 const { bin, helpers } = require('./client.js')
 
-test('config: upstream\'s variables with their meaning; a flag wins over its variable', () => {
+test("config: upstream's variables with their meaning; a flag wins over its variable", () => {
   const c = loadConfig([], {
-    KERN_MCP_IMAGE: 'node:20-slim', KERN_MCP_SETUP: 'pip install x', KERN_MCP_MEMORY_MB: '256', KERN_MCP_TIMEOUT: '9',
-    KERN_MCP_WORKSPACE: '/w', KERN_MCP_PROFILES: 'vcpu:heavy, vdisk:scratch', KERN_MCP_KERNEL: '0', KERN_BIN: '/k',
+    KERN_MCP_IMAGE: 'node:20-slim',
+    KERN_MCP_SETUP: 'pip install x',
+    KERN_MCP_MEMORY_MB: '256',
+    KERN_MCP_TIMEOUT: '9',
+    KERN_MCP_WORKSPACE: '/w',
+    KERN_MCP_PROFILES: 'vcpu:heavy, vdisk:scratch',
+    KERN_MCP_KERNEL: '0',
+    KERN_BIN: '/k',
   })
   assert.deepEqual(c, {
-    image: 'node:20-slim', setup: 'pip install x', memoryMb: 256, timeoutS: 9, workspace: '/w',
-    profiles: ['vcpu:heavy', 'vdisk:scratch'], kernel: false, kernBin: '/k',
+    image: 'node:20-slim',
+    setup: 'pip install x',
+    memoryMb: 256,
+    timeoutS: 9,
+    workspace: '/w',
+    profiles: ['vcpu:heavy', 'vdisk:scratch'],
+    kernel: false,
+    kernBin: '/k',
   })
-  const d = loadConfig(['--image', 'a:1', '--timeout=5', '--kernel', '--memory-mb', '64'], { KERN_MCP_IMAGE: 'b:2', KERN_MCP_KERNEL: '0' })
+  const d = loadConfig(['--image', 'a:1', '--timeout=5', '--kernel', '--memory-mb', '64'], {
+    KERN_MCP_IMAGE: 'b:2',
+    KERN_MCP_KERNEL: '0',
+  })
   assert.deepEqual([d.image, d.timeoutS, d.kernel, d.memoryMb, d.setup], ['a:1', 5, true, 64, null])
   assert.deepEqual(loadConfig([], {}).kernel, true, 'the warm kernel is on by default')
   assert.deepEqual(loadConfig(['--help']), { help: true })
-  assert.throws(() => loadConfig([], { KERN_MCP_TIMEOUT: '-1' }), (e) => e instanceof ConfigError && /KERN_MCP_TIMEOUT/.test(e.message))
+  assert.throws(
+    () => loadConfig([], { KERN_MCP_TIMEOUT: '-1' }),
+    (e) => e instanceof ConfigError && /KERN_MCP_TIMEOUT/.test(e.message),
+  )
   assert.throws(() => loadConfig(['--memory-mb', 'lots']), /--memory-mb must be a positive number/)
   assert.throws(() => loadConfig(['--kernel', 'maybe']), /--kernel must be 1 or 0/)
   assert.throws(() => loadConfig(['--nope']), /unknown option/)
@@ -43,22 +61,39 @@ test('--help lists every flag with its variable; a bad knob exits 2 naming it', 
     assert.ok(help.stdout.includes(k.flag), k.flag)
     assert.ok(help.stdout.includes(`env: ${k.env}`), k.env)
   }
-  const bad = cp.spawnSync(process.execPath, [bin], { encoding: 'utf8', env: { ...process.env, KERN_MCP_MEMORY_MB: 'x' } })
+  const bad = cp.spawnSync(process.execPath, [bin], {
+    encoding: 'utf8',
+    env: { ...process.env, KERN_MCP_MEMORY_MB: 'x' },
+  })
   assert.equal(bad.status, 2)
   assert.match(bad.stderr, /KERN_MCP_MEMORY_MB must be a positive number/)
 })
 
 test('the server survives garbage on stdin and answers the next valid request', () => {
-  const init = { jsonrpc: '2.0', id: 7, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '0' } } }
-  const input = ['not json at all', '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":"x"}', '[1,2', JSON.stringify(init), ''].join('\n')
+  const init = {
+    jsonrpc: '2.0',
+    id: 7,
+    method: 'initialize',
+    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '0' } },
+  }
+  const input = [
+    'not json at all',
+    '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":"x"}',
+    '[1,2',
+    JSON.stringify(init),
+    '',
+  ].join('\n')
   const r = cp.spawnSync(process.execPath, [bin], { input, encoding: 'utf8', timeout: 30_000 })
-  const replies = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l))
+  const replies = r.stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l))
   const answer = replies.find((m) => m.id === 7)
   assert.ok(answer && answer.result, r.stdout + r.stderr)
   assert.equal(answer.result.serverInfo.name, 'kern-sandbox-mcp')
 })
 
-test('notes: kern\'s note lines are taken out of stderr and logged once each; live chunks filtered the same way', () => {
+test("notes: kern's note lines are taken out of stderr and logged once each; live chunks filtered the same way", () => {
   const logged = []
   const notes = new NoteLog((t) => logged.push(t))
   const warn = 'kern: warning: resource caps are not enforced on this host - long text'
@@ -69,7 +104,15 @@ test('notes: kern\'s note lines are taken out of stderr and logged once each; li
   assert.equal(logged.length, 2)
   const out = []
   const live = notes.liveFilter((t) => out.push(t))
-  for (const piece of ['ker', 'n: warning: resource caps are not enforced on this host', ' - long text\nfirst ', 'output\nke', 'rnel\n', `${note}\nlast`]) live(piece)
+  for (const piece of [
+    'ker',
+    'n: warning: resource caps are not enforced on this host',
+    ' - long text\nfirst ',
+    'output\nke',
+    'rnel\n',
+    `${note}\nlast`,
+  ])
+    live(piece)
   assert.equal(out.join(''), 'first output\nkernel\nlast')
   assert.equal(logged.length, 2)
   const plain = []
@@ -83,15 +126,34 @@ test('notes: kern\'s note lines are taken out of stderr and logged once each; li
 
 /** A fake ExecutionResult. */
 function result(over = {}) {
-  return { stdout: '', stderr: '', exitCode: 0, durationMs: 1, fault: null, files: [], truncated: false, results: [], error: null, success: true, ...over }
+  return {
+    stdout: '',
+    stderr: '',
+    exitCode: 0,
+    durationMs: 1,
+    fault: null,
+    files: [],
+    truncated: false,
+    results: [],
+    error: null,
+    success: true,
+    ...over,
+  }
 }
 
 test('reply shaping: chart data passed through as text, useless reprs dropped, text results by MIME type', () => {
   const r = runCodeReply(
     result({
       results: [
-        { data: { 'text/plain': '<Figure size 640x480 with 1 Axes>', 'image/png': 'iVBORw0KGgo=' }, isMainResult: false, chart: { type: 'line', elements: [{ label: 'a', points: [[1, 2]] }] } },
-        { data: { 'text/plain': '<IPython.core.display.Markdown object>', 'text/markdown': '# Title' }, isMainResult: false },
+        {
+          data: { 'text/plain': '<Figure size 640x480 with 1 Axes>', 'image/png': 'iVBORw0KGgo=' },
+          isMainResult: false,
+          chart: { type: 'line', elements: [{ label: 'a', points: [[1, 2]] }] },
+        },
+        {
+          data: { 'text/plain': '<IPython.core.display.Markdown object>', 'text/markdown': '# Title' },
+          isMainResult: false,
+        },
         { data: { 'text/plain': '   a\n0  1', 'text/html': '<table></table>' }, isMainResult: true, executionCount: 3 },
       ],
     }),
@@ -105,8 +167,14 @@ test('reply shaping: chart data passed through as text, useless reprs dropped, t
 
 test('reply bounds: every stream and the whole reply clipped, the status line always there', () => {
   const huge = 'y'.repeat(5_000_000)
-  const many = Array.from({ length: 5000 }, () => ({ data: { 'text/markdown': 'm'.repeat(50_000) }, isMainResult: false }))
-  const r = runCodeReply(result({ stdout: huge, stderr: huge, results: many, exitCode: 1, success: false }), { language: 'python', warmKernel: false })
+  const many = Array.from({ length: 5000 }, () => ({
+    data: { 'text/markdown': 'm'.repeat(50_000) },
+    isMainResult: false,
+  }))
+  const r = runCodeReply(result({ stdout: huge, stderr: huge, results: many, exitCode: 1, success: false }), {
+    language: 'python',
+    warmKernel: false,
+  })
   const size = Buffer.byteLength(JSON.stringify(r))
   assert.ok(size < LIMITS.replyChars + 10_000 + 50_000, `reply of ${size} bytes`)
   assert.match(r.content.at(-1).text, /^\[exit 1\]\n\[reply clipped: text budget of this reply\]$/)
@@ -160,7 +228,10 @@ test('JS and TS: each language gets its own warm kernel, which keeps its state; 
   assert.equal(b.result.stdout, 'kept')
   assert.equal(b.warmKernel, true)
   await assert.rejects(i.run('1', 'typescript', {}), /this image has no node/)
-  assert.deepEqual(session.calls, [['kernel', 'javascript'], ['kernel', 'typescript']])
+  assert.deepEqual(session.calls, [
+    ['kernel', 'javascript'],
+    ['kernel', 'typescript'],
+  ])
 })
 
 test('bash where the image has it; sh, said on stderr, where it has none', () => {
@@ -171,7 +242,10 @@ test('bash where the image has it; sh, said on stderr, where it has none', () =>
   // A PATH with sh and nothing else: an image without bash.
   const bin = helpers.tmpDir('kst-nobash-')
   fs.symlinkSync(fs.realpathSync('/bin/sh'), path.join(bin, 'sh'))
-  const noBash = cp.spawnSync('/bin/sh', ['-c', SHELL_WRAP(true), 'kern-sandbox-mcp', 'echo plain-sh'], { encoding: 'utf8', env: { PATH: bin } })
+  const noBash = cp.spawnSync('/bin/sh', ['-c', SHELL_WRAP(true), 'kern-sandbox-mcp', 'echo plain-sh'], {
+    encoding: 'utf8',
+    env: { PATH: bin },
+  })
   assert.equal(noBash.stdout, 'plain-sh\n')
   assert.match(noBash.stderr, /no bash in this image: running with sh/)
   const file = path.join(bin, 'cell.sh')
@@ -184,7 +258,18 @@ test('a dead kernel is replaced once, even when two calls find it dead together,
   let started = 0
   const kernels = []
   const session = fakeSession(() => {
-    const k = { alive: true, id: ++started, closed: false, async runCode() { return result({ stdout: String(k.id) }) }, async close() { k.closed = true; k.alive = false } }
+    const k = {
+      alive: true,
+      id: ++started,
+      closed: false,
+      async runCode() {
+        return result({ stdout: String(k.id) })
+      },
+      async close() {
+        k.closed = true
+        k.alive = false
+      },
+    }
     kernels.push(k)
     return k
   })

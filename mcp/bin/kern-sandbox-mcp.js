@@ -36,7 +36,9 @@ async function main() {
   process.on('SIGINT', shutdown)
   process.on('SIGTERM', shutdown)
   // A failure we did not foresee is logged, never fatal: the next request is still served.
-  process.on('unhandledRejection', (e) => process.stderr.write(`kern-sandbox-mcp: unhandled: ${e && e.stack ? e.stack : e}\n`))
+  process.on('unhandledRejection', (e) =>
+    process.stderr.write(`kern-sandbox-mcp: unhandled: ${e && e.stack ? e.stack : e}\n`),
+  )
   const transport = new StdioServerTransport()
   transport.onclose = shutdown
   process.stdin.on('end', shutdown)

@@ -5,14 +5,78 @@
 
 /** Each knob: its flag, its variable, what it takes, its default, and one line for --help. */
 const KNOBS = [
-  { key: 'image', flag: '--image', env: 'KERN_MCP_IMAGE', kind: 'string', def: 'python:3.12-slim', arg: 'IMAGE', help: 'OCI image every box runs from' },
-  { key: 'setup', flag: '--setup', env: 'KERN_MCP_SETUP', kind: 'string', def: null, arg: 'CMD', help: 'shell command run once, with network, before the first call (e.g. "pip install numpy")' },
-  { key: 'memoryMb', flag: '--memory-mb', env: 'KERN_MCP_MEMORY_MB', kind: 'positive', def: 1024, arg: 'MB', help: 'RAM cap of each box, in MiB' },
-  { key: 'timeoutS', flag: '--timeout', env: 'KERN_MCP_TIMEOUT', kind: 'positive', def: 60, arg: 'SECONDS', help: 'default deadline of a run_code call (a call may pass its own timeout_s)' },
-  { key: 'workspace', flag: '--workspace', env: 'KERN_MCP_WORKSPACE', kind: 'string', def: null, arg: 'DIR', help: 'host directory kept as the workspace (default: a temp dir removed at exit)' },
-  { key: 'profiles', flag: '--profiles', env: 'KERN_MCP_PROFILES', kind: 'list', def: null, arg: 'LIST', help: 'comma-separated kern.toml profiles, e.g. vcpu:heavy,vdisk:scratch' },
-  { key: 'kernel', flag: '--kernel', env: 'KERN_MCP_KERNEL', kind: 'switch', def: true, arg: '1|0', help: 'warm kernel: variables persist between run_code calls (0: a fresh box per call)' },
-  { key: 'kernBin', flag: '--kern-bin', env: 'KERN_BIN', kind: 'string', def: null, arg: 'PATH', help: 'the kern binary (default: kern on PATH)' },
+  {
+    key: 'image',
+    flag: '--image',
+    env: 'KERN_MCP_IMAGE',
+    kind: 'string',
+    def: 'python:3.12-slim',
+    arg: 'IMAGE',
+    help: 'OCI image every box runs from',
+  },
+  {
+    key: 'setup',
+    flag: '--setup',
+    env: 'KERN_MCP_SETUP',
+    kind: 'string',
+    def: null,
+    arg: 'CMD',
+    help: 'shell command run once, with network, before the first call (e.g. "pip install numpy")',
+  },
+  {
+    key: 'memoryMb',
+    flag: '--memory-mb',
+    env: 'KERN_MCP_MEMORY_MB',
+    kind: 'positive',
+    def: 1024,
+    arg: 'MB',
+    help: 'RAM cap of each box, in MiB',
+  },
+  {
+    key: 'timeoutS',
+    flag: '--timeout',
+    env: 'KERN_MCP_TIMEOUT',
+    kind: 'positive',
+    def: 60,
+    arg: 'SECONDS',
+    help: 'default deadline of a run_code call (a call may pass its own timeout_s)',
+  },
+  {
+    key: 'workspace',
+    flag: '--workspace',
+    env: 'KERN_MCP_WORKSPACE',
+    kind: 'string',
+    def: null,
+    arg: 'DIR',
+    help: 'host directory kept as the workspace (default: a temp dir removed at exit)',
+  },
+  {
+    key: 'profiles',
+    flag: '--profiles',
+    env: 'KERN_MCP_PROFILES',
+    kind: 'list',
+    def: null,
+    arg: 'LIST',
+    help: 'comma-separated kern.toml profiles, e.g. vcpu:heavy,vdisk:scratch',
+  },
+  {
+    key: 'kernel',
+    flag: '--kernel',
+    env: 'KERN_MCP_KERNEL',
+    kind: 'switch',
+    def: true,
+    arg: '1|0',
+    help: 'warm kernel: variables persist between run_code calls (0: a fresh box per call)',
+  },
+  {
+    key: 'kernBin',
+    flag: '--kern-bin',
+    env: 'KERN_BIN',
+    kind: 'string',
+    def: null,
+    arg: 'PATH',
+    help: 'the kern binary (default: kern on PATH)',
+  },
 ]
 
 const TRUE = new Set(['1', 'true', 'yes', 'on'])
@@ -27,11 +91,15 @@ function parseValue(knob, raw, where) {
       return text === '' ? null : text
     case 'positive': {
       const n = Number(text)
-      if (!Number.isFinite(n) || n <= 0) throw new ConfigError(`${where} must be a positive number, got ${JSON.stringify(raw)}`)
+      if (!Number.isFinite(n) || n <= 0)
+        throw new ConfigError(`${where} must be a positive number, got ${JSON.stringify(raw)}`)
       return n
     }
     case 'list': {
-      const items = text.split(',').map((s) => s.trim()).filter(Boolean)
+      const items = text
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
       return items.length ? items : null
     }
     case 'switch': {

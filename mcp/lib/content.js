@@ -14,16 +14,13 @@ const runCodeOutput = {
     .object({ type: z.string(), message: z.string() })
     .nullable()
     .describe('what the sandbox did to the run (timeout, oom, killed, escape_blocked, startup_failed), or null'),
-  error: z
-    .object({ name: z.string(), value: z.string() })
-    .nullable()
-    .describe('the uncaught exception, or null'),
+  error: z.object({ name: z.string(), value: z.string() }).nullable().describe('the uncaught exception, or null'),
   files: z
     .array(z.object({ path: z.string(), size: z.number(), change: z.string() }))
     .describe('workspace files this call created or modified'),
   results: z
     .array(z.object({ mimeTypes: z.array(z.string()), main: z.boolean() }))
-    .describe("rich results in order, each with the MIME types it came in"),
+    .describe('rich results in order, each with the MIME types it came in'),
   language: z.string(),
   warmKernel: z.boolean().describe('ran in the warm kernel, whose variables persist between calls'),
   stateLost: z.boolean().describe('the warm kernel was replaced before or by this call: earlier variables are gone'),
@@ -32,7 +29,14 @@ const runCodeOutput = {
 }
 
 /** Text MIME types shown when a result has no useful text/plain, most compact first. */
-const TEXT_KINDS = ['text/markdown', 'application/json', 'text/html', 'text/latex', 'image/svg+xml', 'application/javascript']
+const TEXT_KINDS = [
+  'text/markdown',
+  'application/json',
+  'text/html',
+  'text/latex',
+  'image/svg+xml',
+  'application/javascript',
+]
 const IMAGE_KINDS = ['image/png', 'image/jpeg']
 /** A repr() that says nothing, e.g. "<IPython.core.display.HTML object>". */
 const EMPTY_REPR = /^<[\w.]+ object( at 0x[0-9a-f]+)?>$/
@@ -73,7 +77,8 @@ function addResult(reply, result) {
   if (usefulPlain && !image) reply.text(`${label}: ${clip(plain, LIMITS.richChars, 'result')}`)
   const rich = TEXT_KINDS.find((m) => typeof data[m] === 'string' && data[m])
   const richWanted = rich && (!usefulPlain || rich === 'text/markdown' || rich === 'application/json')
-  if (richWanted && !(image && rich === 'image/svg+xml')) reply.text(`[${rich}]\n${clip(data[rich], LIMITS.richChars, 'result')}`)
+  if (richWanted && !(image && rich === 'image/svg+xml'))
+    reply.text(`[${rich}]\n${clip(data[rich], LIMITS.richChars, 'result')}`)
   // E2B-shaped chart data, where the library provides it.
   if (result.chart != null && typeof result.chart === 'object') {
     let json
@@ -95,7 +100,8 @@ function statusLines(r, reply, stateLost) {
   } else {
     lines.push(`[exit ${r.exitCode}]`)
   }
-  if (r.fault && r.fault.type === 'startup_failed') lines.push('[the box did not start: check the server\'s image and knobs]')
+  if (r.fault && r.fault.type === 'startup_failed')
+    lines.push("[the box did not start: check the server's image and knobs]")
   if (stateLost) lines.push(`[${stateLost}]`)
   if (r.error && !r.fault) lines.push(`[${clip(`${r.error.name}: ${r.error.value}`, 500, 'error')}]`)
   if (reply.imagesOmitted) lines.push(`[${reply.imagesOmitted} image(s) left out: image budget of this reply]`)
@@ -134,8 +140,12 @@ function runCodeReply(r, { language, warmKernel, stateLost = null }) {
       success: r.success,
       fault: r.fault ? { type: r.fault.type, message: clip(r.fault.message || '', 500, 'message') } : null,
       error: r.error ? { name: clip(r.error.name, 200, 'name'), value: clip(r.error.value, 500, 'value') } : null,
-      files: (r.files || []).slice(0, 100).map((f) => ({ path: clip(f.path, 300, 'path'), size: f.size, change: f.change })),
-      results: (r.results || []).slice(0, 100).map((x) => ({ mimeTypes: Object.keys(x.data || {}).slice(0, 20), main: !!x.isMainResult })),
+      files: (r.files || [])
+        .slice(0, 100)
+        .map((f) => ({ path: clip(f.path, 300, 'path'), size: f.size, change: f.change })),
+      results: (r.results || [])
+        .slice(0, 100)
+        .map((x) => ({ mimeTypes: Object.keys(x.data || {}).slice(0, 20), main: !!x.isMainResult })),
       language,
       warmKernel,
       stateLost: !!stateLost,
@@ -155,8 +165,17 @@ function runCodeErrorReply(message, { language, warmKernel }) {
   return {
     ...errorReply(message),
     structuredContent: {
-      exitCode: -1, success: false, fault: null, error: null, files: [], results: [], language, warmKernel,
-      stateLost: false, clipped: false, durationMs: 0,
+      exitCode: -1,
+      success: false,
+      fault: null,
+      error: null,
+      files: [],
+      results: [],
+      language,
+      warmKernel,
+      stateLost: false,
+      clipped: false,
+      durationMs: 0,
     },
   }
 }

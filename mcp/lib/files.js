@@ -6,10 +6,16 @@ const { LIMITS } = require('./bounds.js')
 
 /** Image formats by their first bytes: MCP image blocks and resource blobs carry these. */
 const MAGIC = [
-  { mime: 'image/png', test: (b) => b.length >= 8 && b.readUInt32BE(0) === 0x89504e47 && b.readUInt32BE(4) === 0x0d0a1a0a },
+  {
+    mime: 'image/png',
+    test: (b) => b.length >= 8 && b.readUInt32BE(0) === 0x89504e47 && b.readUInt32BE(4) === 0x0d0a1a0a,
+  },
   { mime: 'image/jpeg', test: (b) => b.length >= 3 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff },
   { mime: 'image/gif', test: (b) => b.length >= 6 && /^GIF8[79]a$/.test(b.toString('latin1', 0, 6)) },
-  { mime: 'image/webp', test: (b) => b.length >= 12 && b.toString('latin1', 0, 4) === 'RIFF' && b.toString('latin1', 8, 12) === 'WEBP' },
+  {
+    mime: 'image/webp',
+    test: (b) => b.length >= 12 && b.toString('latin1', 0, 4) === 'RIFF' && b.toString('latin1', 8, 12) === 'WEBP',
+  },
 ]
 /** Other binary formats worth naming when a model asks to read one. */
 const KNOWN_BINARY = [
@@ -18,7 +24,10 @@ const KNOWN_BINARY = [
   { what: 'a gzip stream', test: (b) => b.length >= 2 && b[0] === 0x1f && b[1] === 0x8b },
   { what: 'an ELF executable', test: (b) => b.length >= 4 && b.readUInt32BE(0) === 0x7f454c46 },
   { what: 'a SQLite database', test: (b) => b.toString('latin1', 0, 15) === 'SQLite format 3' },
-  { what: 'a NumPy array (.npy)', test: (b) => b.length >= 6 && b[0] === 0x93 && b.toString('latin1', 1, 6) === 'NUMPY' },
+  {
+    what: 'a NumPy array (.npy)',
+    test: (b) => b.length >= 6 && b[0] === 0x93 && b.toString('latin1', 1, 6) === 'NUMPY',
+  },
   { what: 'a Parquet file', test: (b) => b.toString('latin1', 0, 4) === 'PAR1' },
 ]
 

@@ -27,7 +27,8 @@ const SHELL_WRAP = (inline) => {
 
 const STATE_LOST_BEFORE =
   'the warm kernel had been torn down (an earlier timeout, cap or crash) and was restarted: variables from earlier calls are gone'
-const STATE_LOST_NOW = 'this fault tore the warm kernel down: variables from earlier calls are gone, the next call starts a fresh kernel'
+const STATE_LOST_NOW =
+  'this fault tore the warm kernel down: variables from earlier calls are gone, the next call starts a fresh kernel'
 
 class Interpreter {
   #config
@@ -92,7 +93,8 @@ class Interpreter {
       if (this.#config.kernel) return this.#inKernel(language, code, call)
       return { result: await sbx.runCode(code, { ...call, language }), warmKernel: false, stateLost: null }
     }
-    if (language === 'bash') return { result: await this.#shellBox(sbx, code, call), warmKernel: false, stateLost: null }
+    if (language === 'bash')
+      return { result: await this.#shellBox(sbx, code, call), warmKernel: false, stateLost: null }
     throw new SandboxError(`unsupported language ${JSON.stringify(language)}`)
   }
 
@@ -148,8 +150,11 @@ class Interpreter {
 
   /** bash (sh where the image has no bash) in a fresh box. */
   async #shellBox(sbx, code, call) {
-    if (Buffer.byteLength(code) <= INLINE_MAX) return sbx.run(['sh', '-c', SHELL_WRAP(true), 'kern-sandbox-mcp', code], call)
-    return this.#withCellFile(sbx, code, 'sh', (file) => sbx.run(['sh', '-c', SHELL_WRAP(false), 'kern-sandbox-mcp', file], call))
+    if (Buffer.byteLength(code) <= INLINE_MAX)
+      return sbx.run(['sh', '-c', SHELL_WRAP(true), 'kern-sandbox-mcp', code], call)
+    return this.#withCellFile(sbx, code, 'sh', (file) =>
+      sbx.run(['sh', '-c', SHELL_WRAP(false), 'kern-sandbox-mcp', file], call),
+    )
   }
 
   /** Runs `use(boxPath)` with `code` in a hidden workspace file, removed afterwards. */

@@ -32,7 +32,10 @@ function registerWorkspaceResources(server, interpreter) {
   server.registerResource(
     'workspace',
     template,
-    { title: 'Sandbox workspace files', description: 'Files in the sandbox workspace (what run_code sees at /workspace)' },
+    {
+      title: 'Sandbox workspace files',
+      description: 'Files in the sandbox workspace (what run_code sees at /workspace)',
+    },
     async (uri, { path }) => {
       const rel = pathOf(Array.isArray(path) ? path.join('/') : path)
       const sbx = await interpreter.session()
@@ -47,7 +50,13 @@ function registerWorkspaceResources(server, interpreter) {
       const href = uri.href
       if (got.kind === 'text') return { contents: [{ uri: href, mimeType: 'text/plain', text: got.text }] }
       return {
-        contents: [{ uri: href, mimeType: got.kind === 'image' ? got.mime : 'application/octet-stream', blob: bytes.toString('base64') }],
+        contents: [
+          {
+            uri: href,
+            mimeType: got.kind === 'image' ? got.mime : 'application/octet-stream',
+            blob: bytes.toString('base64'),
+          },
+        ],
       }
     },
   )

@@ -22,7 +22,7 @@ function runCodeDescription(warm) {
     ? 'Python variables, imports and functions PERSIST between run_code calls (one warm interpreter; JavaScript/TypeScript too where a warm JS kernel is available); the reset tool starts it afresh.'
     : 'Each call is a fresh box: variables do not persist between calls, only workspace files do.'
   return (
-    'Run code in a local, isolated kern sandbox on the user\'s machine and get back its stdout, stderr and rich results: ' +
+    "Run code in a local, isolated kern sandbox on the user's machine and get back its stdout, stderr and rich results: " +
     'the value of a trailing expression, display() output, and matplotlib figures as images. ' +
     'Languages: python (default), bash, node/javascript, typescript. The network is off; a deadline applies (timeout_s). ' +
     `${memory} Files in the workspace (the current directory, /workspace) persist across calls.`
@@ -65,8 +65,10 @@ function liveOutput(extra, notes) {
 /** A SandboxError as the message the model sees, with a hint where one helps. */
 function sandboxMessage(e, what) {
   let hint = ''
-  if (/escapes the workspace/.test(e.message)) hint = ' Paths are relative to the workspace (/workspace in the box) and must stay inside it.'
-  else if (/read limit/.test(e.message)) hint = ' Read a part of it with run_code instead (e.g. head, tail, or Python slicing).'
+  if (/escapes the workspace/.test(e.message))
+    hint = ' Paths are relative to the workspace (/workspace in the box) and must stay inside it.'
+  else if (/read limit/.test(e.message))
+    hint = ' Read a part of it with run_code instead (e.g. head, tail, or Python slicing).'
   return `${what}: ${e.message}.${hint}`
 }
 
@@ -97,7 +99,12 @@ function createServer(config, { log = (t) => process.stderr.write(t) } = {}) {
       inputSchema: {
         code: z.string().max(2_000_000).describe('The code to run.'),
         language: z.enum(LANGUAGES).optional().describe('python (default), bash, node or javascript, typescript'),
-        timeout_s: z.number().positive().max(3600).optional().describe(`Deadline in seconds (default ${config.timeoutS}).`),
+        timeout_s: z
+          .number()
+          .positive()
+          .max(3600)
+          .optional()
+          .describe(`Deadline in seconds (default ${config.timeoutS}).`),
       },
       outputSchema: runCodeOutput,
       annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: false },
@@ -121,10 +128,14 @@ function createServer(config, { log = (t) => process.stderr.write(t) } = {}) {
     'write_file',
     {
       title: 'Write a workspace file',
-      description: 'Write UTF-8 text to a file in the sandbox workspace (a relative path; directories are created). run_code sees it in its current directory.',
+      description:
+        'Write UTF-8 text to a file in the sandbox workspace (a relative path; directories are created). run_code sees it in its current directory.',
       inputSchema: {
         path: z.string().min(1).max(4096).describe('Workspace-relative path, e.g. data/input.csv'),
-        content: z.string().max(16 * 1024 * 1024).describe('The text to write.'),
+        content: z
+          .string()
+          .max(16 * 1024 * 1024)
+          .describe('The text to write.'),
       },
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     },
@@ -132,7 +143,9 @@ function createServer(config, { log = (t) => process.stderr.write(t) } = {}) {
       try {
         const sbx = await interpreter.session()
         await sbx.writeFile(path, content)
-        return { content: [{ type: 'text', text: `wrote ${Buffer.byteLength(content)} bytes to ${clip(path, 300, 'path')}` }] }
+        return {
+          content: [{ type: 'text', text: `wrote ${Buffer.byteLength(content)} bytes to ${clip(path, 300, 'path')}` }],
+        }
       } catch (e) {
         return errorReply(e instanceof SandboxError ? sandboxMessage(e, 'write_file failed') : internalError(e, log))
       }
@@ -157,17 +170,39 @@ function createServer(config, { log = (t) => process.stderr.write(t) } = {}) {
         const name = clip(path, 300, 'path')
         if (got.kind === 'text') {
           const text = clip(got.text, LIMITS.replyChars, 'file')
-          const note = text === got.text ? [] : [{ type: 'text', text: '[read the rest in parts with run_code, e.g. sed -n or Python slicing]' }]
+          const note =
+            text === got.text
+              ? []
+              : [{ type: 'text', text: '[read the rest in parts with run_code, e.g. sed -n or Python slicing]' }]
           return { content: [{ type: 'text', text }, ...note] }
         }
         if (got.kind === 'image') {
           const b64 = bytes.toString('base64')
           if (b64.length <= LIMITS.imageB64) {
-            return { content: [{ type: 'image', data: b64, mimeType: got.mime }, { type: 'text', text: `${name}: ${got.mime}, ${sizeText(bytes.length)}` }] }
+            return {
+              content: [
+                { type: 'image', data: b64, mimeType: got.mime },
+                { type: 'text', text: `${name}: ${got.mime}, ${sizeText(bytes.length)}` },
+              ],
+            }
           }
-          return { content: [{ type: 'text', text: `${name} is a ${got.mime} image of ${sizeText(bytes.length)}, too large to send: shrink it with run_code first` }] }
+          return {
+            content: [
+              {
+                type: 'text',
+                text: `${name} is a ${got.mime} image of ${sizeText(bytes.length)}, too large to send: shrink it with run_code first`,
+              },
+            ],
+          }
         }
-        return { content: [{ type: 'text', text: `${name} is ${got.what}, ${sizeText(bytes.length)}: not shown as text. Inspect or convert it with run_code.` }] }
+        return {
+          content: [
+            {
+              type: 'text',
+              text: `${name} is ${got.what}, ${sizeText(bytes.length)}: not shown as text. Inspect or convert it with run_code.`,
+            },
+          ],
+        }
       } catch (e) {
         return errorReply(e instanceof SandboxError ? sandboxMessage(e, 'read_file failed') : internalError(e, log))
       }
@@ -179,7 +214,9 @@ function createServer(config, { log = (t) => process.stderr.write(t) } = {}) {
     {
       title: 'List workspace files',
       description: `List the files in the sandbox workspace, or under a directory of it, with their sizes (at most ${LIMITS.listEntries}).`,
-      inputSchema: { path: z.string().max(4096).optional().describe('Workspace-relative directory (default: the whole workspace)') },
+      inputSchema: {
+        path: z.string().max(4096).optional().describe('Workspace-relative directory (default: the whole workspace)'),
+      },
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     async ({ path = '' }) => {
@@ -199,14 +236,22 @@ function createServer(config, { log = (t) => process.stderr.write(t) } = {}) {
     'reset',
     {
       title: 'Restart the warm kernels',
-      description: 'Restart the warm interpreter(s): every variable, import and function from earlier run_code calls is gone. Workspace files stay.',
+      description:
+        'Restart the warm interpreter(s): every variable, import and function from earlier run_code calls is gone. Workspace files stay.',
       inputSchema: {},
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     },
     async () => {
       try {
         const ended = await interpreter.reset()
-        return { content: [{ type: 'text', text: `reset: ${ended} warm kernel(s) ended; the next run_code starts fresh. Workspace files are kept.` }] }
+        return {
+          content: [
+            {
+              type: 'text',
+              text: `reset: ${ended} warm kernel(s) ended; the next run_code starts fresh. Workspace files are kept.`,
+            },
+          ],
+        }
       } catch (e) {
         return errorReply(internalError(e, log))
       }

@@ -171,7 +171,8 @@ function describeError(e) {
 function hostSyntaxError(file, s) {
   const e = new SyntaxError(String(s.message))
   const at = Number(s.line) > 0 ? `${file}:${s.line}\n` : ''
-  const src = typeof s.source === 'string' ? s.source + '\n' + ' '.repeat(Math.max(0, Number(s.column) | 0)) + '^\n\n' : ''
+  const src =
+    typeof s.source === 'string' ? s.source + '\n' + ' '.repeat(Math.max(0, Number(s.column) | 0)) + '^\n\n' : ''
   e.stack = `${at}${src}SyntaxError: ${e.message}`
   return e
 }

@@ -1,4 +1,3 @@
-
 // Warm kernel driver: one resident node serving cells, run as `node -e DRIVER <marker>` by the
 // launcher (launch.sh), which hands it the box's stdin/stdout as fds 3/4 (the control channel),
 // /dev/null as fd 0, and as fds 1/2 the write ends of two pipes whose read ends are fds 5/6.
@@ -46,7 +45,8 @@ function send(...frames) {
   for (const [, p] of frames) room += 5 + (typeof p === 'string' ? 3 * p.length : p.length)
   let frame = framing
   if (room > frame.length) {
-    if (room <= FRAMING_KEPT) frame = framing = Buffer.allocUnsafeSlow(Math.max(room, Math.min(FRAMING_KEPT, 2 * framing.length)))
+    if (room <= FRAMING_KEPT)
+      frame = framing = Buffer.allocUnsafeSlow(Math.max(room, Math.min(FRAMING_KEPT, 2 * framing.length)))
     else {
       room = 0
       for (const [, p] of frames) room += 5 + (typeof p === 'string' ? Buffer.byteLength(p) : p.length)
@@ -311,7 +311,7 @@ function serve() {
   patchStream(process.stdout, 0x6f)
   patchStream(process.stderr, 0x65)
   process.exit = function exit(code) {
-    throw new KernelExit(code === undefined ? process.exitCode ?? 0 : code)
+    throw new KernelExit(code === undefined ? (process.exitCode ?? 0) : code)
   }
   process.on('SIGINT', () => {
     if (cell && cell.stop) cell.stop({ interrupted: true })

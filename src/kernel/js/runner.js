@@ -1,4 +1,3 @@
-
 // One-shot runner: `node /workspace/.run-<tag>.js` runs the prepared cell in
 // /workspace/.cell-<tag>.json with the process's own stdout, stderr and exit status, and writes
 // its rich results to /workspace/.res-<tag>.json, one JSON per line.
