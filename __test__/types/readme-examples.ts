@@ -258,7 +258,7 @@ export {
   disposeByHand,
 }
 
-// README "Rich results and warm kernels".
+// docs/kernels.md "Rich results" and "Warm kernels".
 async function richResults(): Promise<void> {
   await kern.withSandbox(async (sbx) => {
     const r = await sbx.runCode(
@@ -300,7 +300,7 @@ async function warmKernel(): Promise<void> {
     void alive
   })
 }
-// README "Charts as data": narrowing on `type`, E2B's field names, the enums as values.
+// docs/charts.md: narrowing on `type`, E2B's field names, the enums as values.
 async function chartsAsData(): Promise<void> {
   const { ChartType } = kern
   const r = await kern.runCode(
