@@ -1,10 +1,13 @@
 // Type definitions for kern-sandbox 0.2
 // Run LLM/agent-generated code in a fast, local, daemonless kernel sandbox (kern), from Node.
 //
-// This file is the public contract, kept by hand: the 0.1.1 declarations unchanged, plus what 0.2
-// adds (per-call options, cancellation, hardening options, `oom`, explicit resource management)
-// and 0.1.23's rich results and warm kernel (`Result`, `Kernel`, `Sandbox.kernel()`).
-// __test__/types/drift.test.js fails when it and the runtime exports disagree.
+// This file is the public contract and its reference documentation, kept by hand: the 0.1.1
+// declarations unchanged, plus what 0.2 adds (per-call options, cancellation, hardening options,
+// `oom`, explicit resource management) and 0.1.23's rich results and warm kernel (`Result`,
+// `Kernel`, `Sandbox.kernel()`). The doc comments here are the API's one description (the README
+// and docs/ are its guide); lib/*.js comments say how it is implemented. An option's `@default` is
+// the native core's (src/options.rs); __test__/validation.test.js checks each against it and the
+// README's table. __test__/types/drift.test.js fails when this file and the runtime exports disagree.
 // Needs @types/node (Buffer, AbortSignal, Symbol.asyncDispose), as 0.1.1 did. Referenced explicitly:
 // TypeScript 6 no longer loads installed @types packages unless tsconfig lists them, and without
 // this line a project with @types/node installed would still fail on `Buffer`.
@@ -33,8 +36,9 @@ export interface FileInfo {
   change: 'created' | 'modified'
 }
 
-/** A rich, MIME-typed value a Python cell produced: its trailing bare expression, each object
- * passed to `display()`, or a matplotlib figure still open when the cell ended. One value, several
+/** A rich, MIME-typed value a Python, JavaScript or TypeScript cell produced: its trailing
+ * expression, each object passed to `display()`, or (Python) a matplotlib figure still open when
+ * the cell ended. One value, several
  * forms: `data` maps a MIME type to its payload (text and JSON as strings, images base64). */
 export class Result {
   /** MIME type -> payload: text/* and application/json as strings, image/png and image/jpeg base64. */
@@ -199,13 +203,15 @@ export interface UnknownChart extends Chart {
 /** `Result.chart`: narrow it on `type`. */
 export type ChartTypes = LineChart | ScatterChart | BarChart | PieChart | BoxAndWhiskerChart | SuperChart | UnknownChart
 
-/** An uncaught Python exception (the shape E2B uses). stderr still shows the same traceback. */
+/** An uncaught exception of a Python, JavaScript or TypeScript cell (the shape E2B uses); a
+ * JavaScript cell that does not parse gives its `SyntaxError` here too. stderr still shows the same
+ * traceback. */
 export interface ExecutionError {
   /** The exception's class name, e.g. "ValueError". */
   name: string
   /** str() of the exception. */
   value: string
-  /** The formatted traceback, from the user's code on. */
+  /** The formatted traceback or stack, from the user's code on (no frame of the runner). */
   traceback: string
 }
 
@@ -222,10 +228,11 @@ export class ExecutionResult {
   files: FileInfo[]
   /** stdout/stderr hit the capture cap and overflow was discarded. */
   truncated: boolean
-  /** Rich values of Python code, in the order produced: display() calls, the trailing expression,
-   * then open matplotlib figures. Always an array; `[]` for bash, node and run(). */
+  /** Rich values of Python, JavaScript and TypeScript code, in the order produced: display()
+   * calls, the trailing expression, then (Python) open matplotlib figures. Always an array; `[]`
+   * for bash and run(). */
   results: Result[]
-  /** The uncaught Python exception of this call, or null. */
+  /** The uncaught exception of this call's Python, JavaScript or TypeScript code, or null. */
   error: ExecutionError | null
   /** A kernel cell's number (1, 2, 3, ...); absent on one-shot calls. */
   executionCount?: number
@@ -253,22 +260,27 @@ export type MountSpec = string | [target: string, mode: 'ro' | 'rw']
 export type ChunkCallback = (chunk: Buffer) => void
 
 export interface SandboxOptions {
-  /** OCI image the box runs from. Default "python:3.12-slim". */
+  /** OCI image the box runs from.
+   * @default "python:3.12-slim" */
   image?: string
   /** Shell command run ONCE at open() in a NETWORK-ENABLED setup box (e.g. "pip install pandas"). */
   setup?: string
   /** Host dir to persist as the workspace. Omit -> a temp dir, created on open() and deleted on close(). */
   workspace?: string
-  /** RAM cap in MiB (kern --memory). Default 512. null = uncapped. */
+  /** RAM cap in MiB (kern --memory). null = uncapped.
+   * @default 512 */
   memoryMb?: number | null
-  /** CPU cap in cores (kern --cpus). null (default) = uncapped. */
+  /** CPU cap in cores (kern --cpus). null or absent (default) = uncapped. */
   cpus?: number | null
-  /** Task/fork-bomb ceiling (kern --pids-limit). Default 256. */
+  /** Task/fork-bomb ceiling (kern --pids-limit). null = uncapped.
+   * @default 256 */
   pids?: number | null
-  /** MANDATORY per-call wall-clock limit in seconds. The binding owns this deadline. Default 30.
-   * A call can override it with its own `timeoutS`. */
+  /** MANDATORY per-call wall-clock limit in seconds. The binding owns this deadline. A call can
+   * override it with its own `timeoutS`.
+   * @default 30 */
   timeoutS?: number
-  /** RELAXES ISOLATION. true shares the host network for every runCode. Default false. */
+  /** RELAXES ISOLATION. true shares the host network for every runCode.
+   * @default false */
   network?: boolean
   /**
    * Restrict runCode/run to a DOMAIN ALLOWLIST instead of all-or-nothing, e.g. ["pkgs.example.org",
@@ -288,12 +300,14 @@ export interface SandboxOptions {
   profiles?: string[]
   /** Extra environment variables for the workload (passed via a private 0600 file, not argv). */
   env?: Record<string, string>
-  /** Cap on captured stdout/stderr EACH, in bytes. Default 64 MiB. */
+  /** Cap on captured stdout/stderr EACH, in bytes (64 MiB by default).
+   * @default 67108864 */
   maxOutputBytes?: number
   /** true hard-enforces caps via a systemd scope (~6 ms start); false = best-effort (~3 ms).
-   * Default true. */
+   * @default true */
   enforceLimits?: boolean
-  /** Mount setup= deps read-only for runCode (blocks cross-run dependency poisoning). Default false. */
+  /** Mount setup= deps read-only for runCode (blocks cross-run dependency poisoning).
+   * @default false */
   depsReadonly?: boolean
   /** Called with each stdout Buffer chunk as it arrives (live streaming), for every call of the
    * session unless the call passes its own. The full capped output is still captured in the
@@ -302,24 +316,28 @@ export interface SandboxOptions {
   /** Called with each stderr Buffer chunk as it arrives. */
   onStderr?: ChunkCallback | null
   /** Report the files each call created/modified in `result.files`; false skips the tracking (an
-   * inotify-kept index of the workspace) and `files` is then `[]`. Default true. */
+   * inotify-kept index of the workspace) and `files` is then `[]`.
+   * @default true */
   trackFiles?: boolean
   /** Linux capabilities the box drops (kern --cap-drop, one per entry): names of capabilities(7),
    * with or without `CAP_`, in any case, or "ALL". `[]` opts out and keeps kern's own default set;
-   * an unknown name is a SandboxError. Default ["ALL"]. */
+   * an unknown name is a SandboxError.
+   * @default ["ALL"] */
   capDrop?: string[]
   /** kern's hardened profile for code you do not trust (kern --security-profile). The only
    * profile is "untrusted". null or absent (default): kern's normal posture. */
   securityProfile?: 'untrusted' | null
   /** Fail closed: kern refuses to start a box whose memory/pids/cpu caps it cannot enforce
-   * (kern --require-limits). The result is then a `startup_failed` fault saying so. Default false. */
+   * (kern --require-limits). The result is then a `startup_failed` fault saying so.
+   * @default false */
   requireLimits?: boolean
   /** A pre-loaded AppArmor profile to confine the box with (kern --apparmor), e.g. "kern-box"; kern
    * fails the box closed if the host has not loaded it. null or absent (default): none. */
   apparmor?: string | null
   /** Where the workspace is bound in every box, which is also the box's working directory and the
    * base of `.deps` on `PYTHONPATH`: an absolute path of plain names, not `/`, `/proc`, `/sys` or
-   * `/dev`. Default "/workspace". */
+   * `/dev`.
+   * @default "/workspace" */
   boxWorkspace?: string
 }
 
@@ -352,7 +370,8 @@ export type ResultCallback = (result: Result) => void
 
 /** Options for runCode(): a call's options plus the language. */
 export interface RunCodeOptions extends PerCallOptions {
-  /** Default "python". */
+  /** The language `code` is in.
+   * @default "python" */
   language?: Language
   /** Called once per rich result, in order, before runCode resolves. */
   onResult?: ResultCallback | null
@@ -360,8 +379,9 @@ export interface RunCodeOptions extends PerCallOptions {
 
 /** Options for Sandbox.kernel(). */
 export interface KernelOptions {
-  /** The kernel's language. Default "python". A JavaScript or TypeScript kernel runs the image's
-   * own `node` (18 or later); an image without one rejects kernel() with a SandboxError. */
+  /** The kernel's language. A JavaScript or TypeScript kernel runs the image's own `node` (18 or
+   * later); an image without one rejects kernel() with a SandboxError.
+   * @default "python" */
   language?: KernelLanguage
   /** The image for this kernel only (validated like the session's `image`); it shares the
    * session's workspace, caps, network, env and mounts. Default: the session's image. */
@@ -389,22 +409,25 @@ export interface CellOptions {
 /** Options for readFile(). */
 export interface ReadFileOptions {
   /** Refuse (throw SandboxError) a file larger than this many bytes, without reading it: guards host
-   * memory against a file the box made huge. A refusal, never a partial read. Default 4 GiB (the
-   * most one Buffer holds). */
+   * memory against a file the box made huge. A refusal, never a partial read. 4 GiB by default (the
+   * most one Buffer holds).
+   * @default 4294967296 */
   maxBytes?: number
 }
 
 /** Options for snapshot(). */
 export interface SnapshotOptions {
-  /** Ceiling on the total size of the files archived, in bytes. Default 4 GiB: a sparse file the box
-   * planted makes the snapshot fail fast instead of blocking Node while it archives zeros. */
+  /** Ceiling on the total size of the files archived, in bytes (4 GiB by default): a sparse file
+   * the box planted makes the snapshot fail fast instead of blocking Node while it archives zeros.
+   * @default 4294967296 */
   maxBytes?: number
 }
 
 /** Options for restore(). */
 export interface RestoreOptions {
   /** Refuse a checkpoint whose extracted contents exceed this many bytes (guards against a
-   * decompression bomb). Default 4 GiB. */
+   * decompression bomb; 4 GiB by default).
+   * @default 4294967296 */
   maxBytes?: number
 }
 

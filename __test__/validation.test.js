@@ -268,8 +268,8 @@ test('every option default lives natively; the Sandbox, the README and index.d.t
     assert.deepEqual(parse(rows.get(key)), value, `README default of ${key}`)
     const doc = new RegExp(`/\\*\\*((?:(?!\\*/)[\\s\\S])*)\\*/\\s*${key}\\?:`).exec(options)
     assert.ok(doc, `index.d.ts documents no ${key}`)
-    const quoted = /Default (\S+(?: MiB)?)\./.exec(doc[1].replace(/\s*\*\s*/g, ' '))
-    assert.ok(quoted, `index.d.ts: the doc of ${key} quotes no "Default X."`)
+    const quoted = /@default (\S+)/.exec(doc[1].replace(/\s*\*\s*/g, ' '))
+    assert.ok(quoted, `index.d.ts: the doc of ${key} has no @default tag`)
     assert.deepEqual(parse(quoted[1]), value, `index.d.ts default of ${key}`)
   }
   for (const [key, text] of rows) {
