@@ -2,7 +2,7 @@
 // kern-sandbox: the JS surface over the native core (lib/native.js loads it). Processes, files and
 // archives are handled natively; lib/ holds what JS does best, a file per concern: errors,
 // options, results, call plumbing (callbacks, AbortSignal), Sandbox and Kernel. Here: the entry's
-// exports, withSandbox and the one-shot runCode.
+// exports, withSandbox and the one-shot runCode. The public API is documented once, in index.d.ts.
 
 const pkg = require('./package.json')
 require('./lib/native.js')
@@ -13,7 +13,6 @@ const { ChartType, ScaleType } = require('./lib/charts.js')
 const { Sandbox } = require('./lib/sandbox.js')
 const { Kernel } = require('./lib/kernel.js')
 
-/** Opens a Sandbox, runs `fn(sandbox)`, and closes it even if `fn` throws. */
 async function withSandbox(opts, fn) {
   if (typeof opts === 'function') {
     fn = opts
@@ -29,7 +28,6 @@ async function withSandbox(opts, fn) {
   }
 }
 
-/** One-shot: runs `code` in a throwaway session. */
 async function runCode(code, opts = {}) {
   const { language = 'python', signal, onResult, ...rest } = optionsBag('runCode', opts)
   if (checkSignal(signal) && signal.aborted) throw signal.reason

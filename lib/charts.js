@@ -3,7 +3,7 @@
 // The box is untrusted: a chart is rebuilt field by field from what its type allows, with every
 // value type- and size-checked; anything else makes it no chart (the result itself is kept).
 
-/** What a chart is. */
+// ChartType and ScaleType: E2B's enums, documented in index.d.ts.
 const ChartType = Object.freeze({
   LINE: 'line',
   SCATTER: 'scatter',
@@ -14,7 +14,6 @@ const ChartType = Object.freeze({
   UNKNOWN: 'unknown',
 })
 
-/** How an axis maps values to positions. */
 const ScaleType = Object.freeze({
   LINEAR: 'linear',
   DATETIME: 'datetime',

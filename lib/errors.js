@@ -1,8 +1,6 @@
 'use strict'
-// The error classes and the one place native errors become them.
+// The error classes (documented in index.d.ts) and the one place native errors become them.
 
-/** A programmer or configuration error, thrown: bad argument, refused mount, kern missing.
- * What the sandbox does to a workload (timeout, blocked syscall, kill) is data on the result. */
 class SandboxError extends Error {
   constructor(message, options) {
     super(message, options)
@@ -10,7 +8,6 @@ class SandboxError extends Error {
   }
 }
 
-/** A requested host mount (or workspace) was refused as unsafe. */
 class MountRefused extends SandboxError {
   constructor(message, options) {
     super(message, options)

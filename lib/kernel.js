@@ -1,5 +1,6 @@
 'use strict'
-// Kernel: a warm interpreter in one long-lived box (Sandbox#kernel()).
+// Kernel: a warm interpreter in one long-lived box (Sandbox#kernel()). Its API is documented in
+// index.d.ts; the comments here say how it is done.
 
 const { SandboxError } = require('./errors.js')
 const { show, optionsBag } = require('./options.js')
@@ -27,7 +28,6 @@ function kernelLanguage(name = 'python') {
   return lang
 }
 
-/** A warm, resident interpreter in one long-lived box (see `Sandbox.kernel`). */
 class Kernel {
   #native
   #sandbox
@@ -41,19 +41,16 @@ class Kernel {
     this.#language = language
   }
 
-  /** 'python', 'javascript' or 'typescript'. */
   get language() {
     return this.#language.name
   }
 
-  /** False once the kernel was closed or torn down (timeout, output cap, its box died, or an
-   * aborted cell that ignored the interrupt). A live kernel keeps its state. */
   get alive() {
     return this.#native.alive
   }
 
-  /** Runs a cell in the warm interpreter; state persists from earlier cells. Cells run one after
-   * another in call order. A JavaScript/TypeScript cell is prepared here, on the host. */
+  // A JavaScript/TypeScript cell is prepared here, on the host. Results the driver sends while the
+  // cell runs reach `onResult` at once and are kept, so finishResult does not deliver them twice.
   async runCode(code, opts = {}) {
     opts = optionsBag('runCode', opts)
     if (typeof code !== 'string') throw new SandboxError(`code must be a string, got ${show(code)}`)
@@ -87,7 +84,6 @@ class Kernel {
     }
   }
 
-  /** Ends the kernel and its box; a running cell is stopped. Idempotent. */
   async close() {
     await this.#native.close()
   }

@@ -1,11 +1,10 @@
 'use strict'
-// What a call hands back: ExecutionResult, and the rich Results the box wrote, vetted.
+// What a call hands back: ExecutionResult, and the rich Results the box wrote, vetted. Both
+// classes are documented in index.d.ts; the comments here say how they are built.
 
 const { vetChart } = require('./charts.js')
 
-/** One rich value a Python cell produced (trailing expression, display(), a matplotlib figure):
- * the same value in several MIME types. Text and JSON are strings, images base64. A figure's
- * Result also has `chart`, the figure read as data (E2B's shape); other Results have none. */
+// `chart` is an own property only on a figure's Result, so `'chart' in r` and JSON tell them apart.
 class Result {
   constructor(data, { isMainResult = false, executionCount = null, chart } = {}) {
     this.data = data || {}
@@ -42,7 +41,6 @@ class Result {
     return image(this.data['image/jpeg'])
   }
 
-  /** The MIME types this value was captured as. */
   formats() {
     return Object.keys(this.data)
   }
@@ -94,7 +92,6 @@ function richOf(lines, executionCount) {
   return { results, error }
 }
 
-/** The outcome of one runCode()/run(). */
 class ExecutionResult {
   constructor({ stdout, stderr, exitCode, durationMs, fault, files, truncated, results, error, executionCount }) {
     this.stdout = stdout
@@ -104,14 +101,11 @@ class ExecutionResult {
     this.fault = fault || null
     this.files = files || []
     this.truncated = !!truncated
-    /** Rich values of Python code (Result[]); [] for bash, node and run(). */
     this.results = results || []
-    /** The uncaught Python exception, or null: { name, value, traceback }. */
     this.error = error || null
     if (executionCount != null) this.executionCount = executionCount
   }
 
-  /** The code exited 0 and the sandbox did not act. */
   get success() {
     return this.exitCode === 0 && this.fault === null
   }

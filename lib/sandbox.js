@@ -1,5 +1,6 @@
 'use strict'
-// Sandbox: a session on one workspace; every runCode()/run() a fresh box.
+// Sandbox: a session on one workspace; every runCode()/run() a fresh box. What each method does
+// for a caller is documented once, in index.d.ts; the comments here say how it is done.
 
 const { NativeSandbox } = require('./native.js')
 const { SandboxError, callNative, fromNative } = require('./errors.js')
@@ -35,8 +36,6 @@ const RUN_LANGUAGES = {
 }
 const RUN_LANGUAGES_TEXT = "'python' | 'bash' | 'node' | 'javascript' | 'typescript'"
 
-/** A configured kernel sandbox. Files persist in the workspace across calls; every
- * runCode()/run() is a fresh, network-off box. */
 class Sandbox {
   #native
 
@@ -54,18 +53,16 @@ class Sandbox {
     this.#native = callNative(() => new NativeSandbox(nativeOptions(opts)))
   }
 
-  /** The host path of the open workspace (null until open()). */
   get workspacePath() {
     return this.#native.workspacePath
   }
 
-  /** Creates or checks the workspace and runs `setup`. Resolves to this sandbox. */
+  // `setup`'s output streams through the session's callbacks.
   async open() {
     await callNative(() => this.#native.open(chunkSink(this.onStdout), chunkSink(this.onStderr)))
     return this
   }
 
-  /** Stops calls still running and deletes the workspace if the session created it. Idempotent. */
   async close() {
     await this.#native.close()
   }
@@ -74,8 +71,8 @@ class Sandbox {
     await this.close()
   }
 
-  /** Runs `code` in a fresh box: python (default), bash, or JavaScript/TypeScript ('node',
-   * 'javascript' / 'js', 'typescript' / 'ts'). Python and JavaScript hand back rich results. */
+  // JavaScript and TypeScript are prepared here, on the host (lib/jscell.js), and then run by the
+  // native side's JavaScript runner.
   async runCode(code, opts = {}) {
     opts = optionsBag('runCode', opts)
     if (typeof code !== 'string') throw new TypeError(`code must be a string, got ${typeof code}`)
@@ -90,7 +87,6 @@ class Sandbox {
     return this.#call(opts, (call, out, err) => this.#native.runCode(body, nativeLanguage, call, out, err))
   }
 
-  /** Runs an argv array (never a shell string) in a fresh box. */
   async run(command, opts = {}) {
     if (typeof command === 'string') {
       throw new SandboxError('run() takes an argv ARRAY, not a string. Use run(["sh","-c","..."]).')
@@ -117,10 +113,6 @@ class Sandbox {
     return finishResult(r, opts.onResult)
   }
 
-  /** Starts a warm interpreter in one long-lived box on this session's workspace: Python
-   * (default), or node for 'javascript' / 'typescript'. Cells share memory and cost well under a
-   * millisecond, but are not isolated from each other. `image` replaces the session's image for
-   * this kernel only. */
   async kernel(opts = {}) {
     opts = optionsBag('kernel', opts)
     const timeoutS = opts.timeoutS ?? this.timeoutS
@@ -131,20 +123,17 @@ class Sandbox {
     return new Kernel(native, this, (callId) => this.#native.cancel(callId), language)
   }
 
-  /** Writes a Buffer or string to a workspace-relative path (contained, regular files only). */
   async writeFile(path, data) {
     checkPath('path', path)
     await callNative(() => this.#native.writeFile(path, toBytes(data)))
   }
 
-  /** Reads a workspace-relative path; `maxBytes` refuses larger files without reading them. */
   async readFile(path, opts = {}) {
     checkPath('path', path)
     const maxBytes = bytesOption('readFile', opts)
     return await callNative(() => this.#native.readFile(path, maxBytes))
   }
 
-  /** Regular files under the workspace (or `subdir`), `.deps` excluded. */
   async listFiles(subdir = '') {
     checkPath('subdir', subdir ?? '')
     try {
@@ -154,24 +143,20 @@ class Sandbox {
     }
   }
 
-  /** Writes a .tar.gz checkpoint of the workspace files to `dest` (synchronous). `maxBytes`
-   * bounds the files' total size (default 4 GiB), so a sparse file the box planted fails fast. */
+  // Synchronous, as 0.1.1's: Node's thread waits while the native side archives.
   snapshot(dest, opts = {}) {
     checkPath('dest', dest)
     const maxBytes = bytesOption('snapshot', opts)
     callNative(() => this.#native.snapshot(dest, maxBytes))
   }
 
-  /** Extracts a checkpoint into the workspace, refusing anything but plain files and
-   * directories inside it (synchronous). `maxBytes` bounds the decompressed size (default 4 GiB). */
   restore(src, opts = {}) {
     checkPath('src', src)
     const maxBytes = bytesOption('restore', opts)
     callNative(() => this.#native.restore(src, maxBytes))
   }
 
-  /** snapshot() off the event loop: the same archive, limits and refusals, in a worker thread.
-   * `signal` aborts it (the partial archive is removed); so does close(). */
+  // `signal` reaches the native work through a call id, as a runCode's does.
   async snapshotAsync(dest, opts = {}) {
     checkPath('dest', dest)
     opts = optionsBag('snapshotAsync', opts)
@@ -183,8 +168,6 @@ class Sandbox {
     )
   }
 
-  /** restore() off the event loop: the same checks and refusals, in worker threads. `signal`
-   * aborts it (members already written stay, as after a refusal); so does close(). */
   async restoreAsync(src, opts = {}) {
     checkPath('src', src)
     opts = optionsBag('restoreAsync', opts)

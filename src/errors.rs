@@ -2,8 +2,8 @@
 //!
 //! JS sees two classes, `SandboxError` and its subclass `MountRefused`, and an aborted call rejects
 //! with its AbortSignal's reason. Native code marks each error with a stable code in the reason
-//! (`[ERR_…] message`); `index.js` turns that code into the right class (or the abort reason) in
-//! one place. A tag in the reason works the same for sync and async methods, which napi-rs does
+//! (`[ERR_…] message`); `lib/errors.js` turns that code into the right class (or the abort reason)
+//! in one place. A tag in the reason works the same for sync and async methods, which napi-rs does
 //! not allow to carry custom error statuses alike.
 
 use std::io;

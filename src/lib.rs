@@ -1,5 +1,5 @@
-//! kern-sandbox's native core. `index.js` on top holds the JS-shaped surface (error classes,
-//! `withSandbox`, AbortSignal wiring); everything that touches processes or files is here.
+//! kern-sandbox's native core. `index.js` and `lib/` on top hold the JS-shaped surface (error
+//! classes, `withSandbox`, AbortSignal wiring); everything that touches processes or files is here.
 
 #![deny(clippy::all)]
 
@@ -61,7 +61,8 @@ pub struct NativeResult {
     pub fault: Option<NativeFault>,
     pub files: Vec<FileInfo>,
     pub truncated: bool,
-    /// Rich results and an uncaught Python error, one JSON text each; index.js parses them.
+    /// Rich results and an uncaught error (Python or JavaScript), one JSON text each;
+    /// lib/results.js parses them.
     pub rich: Vec<String>,
     pub execution_count: Option<u32>,
 }
@@ -140,8 +141,8 @@ fn hook_env(env: &Env) -> usize {
     id
 }
 
-/// Stops this env's running boxes and removes its session directories now. index.js calls it
-/// from `process.on('exit')`: `process.exit()` skips napi's env cleanup hooks.
+/// Stops this env's running boxes and removes its session directories now. lib/native.js calls
+/// it from `process.once('exit')`: `process.exit()` skips napi's env cleanup hooks.
 #[napi]
 pub fn cleanup_now(env: Env) {
     lifecycle::cleanup::on_env_exit(env.raw() as usize);

@@ -10,8 +10,8 @@ use crate::errors::{Error, Result};
 use crate::lifecycle::locate;
 
 /// Each option's default, in one place: [`Config::from_options`] applies them and JS reads them
-/// through [`option_defaults`] (index.js for a Sandbox's properties; a test holds the README and
-/// index.d.ts to them). Options not listed default to "none".
+/// through [`option_defaults`] (lib/options.js for a Sandbox's properties; a test holds the README
+/// and index.d.ts to them). Options not listed default to "none".
 pub struct Defaults {
     pub image: &'static str,
     pub memory_mb: u64,
@@ -96,8 +96,8 @@ const REFUSED_SOURCES: &[&str] = &[
 /// Box paths a mount may not cover: kern's own essential mounts.
 const ESSENTIAL_TARGETS: &[&str] = &["/", "/proc", "/sys", "/dev"];
 
-/// Constructor options as JS passes them. `index.js` drops `null`/`undefined` entries before the
-/// call, except for the caps below, where `null` means "uncapped" and absence means the default.
+/// Constructor options as JS passes them. `lib/options.js` drops `null`/`undefined` entries before
+/// the call, except for the caps below, where `null` means "uncapped" and absence the default.
 #[napi(object)]
 #[derive(Default)]
 pub struct SandboxOptions {
@@ -119,11 +119,12 @@ pub struct SandboxOptions {
     pub network: Option<bool>,
     /// Domain allowlist for run boxes (exclusive with `network`).
     pub egress_allow: Option<Vec<String>>,
-    /// Extra binds, flattened by `index.js` from the `{ src: target | [target, mode] }` record.
+    /// Extra binds, flattened by `lib/options.js` from the `{ src: target | [target, mode] }`
+    /// record.
     pub mounts: Option<Vec<MountInput>>,
     /// `vcpu:`/`vgpio:`/`vdisk:` profile tokens.
     pub profiles: Option<Vec<String>>,
-    /// Workload environment, flattened by `index.js` (values already stringified).
+    /// Workload environment, flattened by `lib/options.js` (values already stringified).
     pub env: Option<Vec<EnvInput>>,
     /// Capture cap for stdout and stderr, each; default 64 MiB.
     pub max_output_bytes: Option<f64>,

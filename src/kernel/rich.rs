@@ -2,8 +2,8 @@
 //! they hand back.
 //!
 //! Both run next to untrusted code, so everything they write back is data to vet: the host reads
-//! it bounded and without following links, and index.js parses each JSON line on its own, so one
-//! malformed line costs only itself.
+//! it bounded and without following links, and lib/results.js parses each JSON line on its own, so
+//! one malformed line costs only itself.
 
 /// The one-shot runner, run as `python3 /workspace/.run-<id>.py`. Its capture code rides along
 /// as a string, compiled only when a cell has something to capture, and the chart extractor as

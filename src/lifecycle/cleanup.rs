@@ -1,10 +1,11 @@
 //! What must not outlive the Node process: running boxes and the session directories we own.
 //!
 //! Session directories are registered here per napi env; running boxes in `boxes`. When an env
-//! goes away (its cleanup hook: normal exit, worker teardown; or index.js's `process.on('exit')`,
-//! since `process.exit()` skips the hooks) its boxes are stopped and its directories removed. A
-//! SIGKILLed Node cannot run hooks: PDEATHSIG takes kern down, and the next `open()` reclaims
-//! session directories whose owning process is gone (the owner's pid is in the name).
+//! goes away (its cleanup hook: normal exit, worker teardown; or lib/native.js's
+//! `process.once('exit')`, since `process.exit()` skips the hooks) its boxes are stopped and its
+//! directories removed. A SIGKILLed Node cannot run hooks: PDEATHSIG takes kern down, and the next
+//! `open()` reclaims session directories whose owning process is gone (the owner's pid is in the
+//! name).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -32,8 +32,8 @@ const PENDING_BYTES: usize = 8 << 20;
 /// How long a finished call waits for JS to consume what it was handed.
 const DELIVERY_WAIT: Duration = Duration::from_secs(10);
 
-/// A JS chunk callback: not callee-handled (index.js wraps it so it never throws), weak (never
-/// keeps Node alive), bounded.
+/// A JS chunk callback: not callee-handled (lib/calls.js wraps it so it never throws), weak
+/// (never keeps Node alive), bounded.
 pub type ChunkFn = ThreadsafeFunction<Buffer, (), Buffer, Status, false, true, QUEUE_DEPTH>;
 
 #[derive(Debug, Default)]
