@@ -288,6 +288,23 @@ function sandboxWith(bin, opts = {}) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// sessions tied to a test
+
+/**
+ * Opens a Sandbox for test `t` and closes it when the test ends, passed or failed (`t.after`;
+ * close() is idempotent, so a test may also close it itself). `opts` are the Sandbox options;
+ * `bin` runs it on another kern (a fakeKern/recordingKern/wrapKern), as sandboxWith does.
+ *   const sbx = await openSandbox(t, { timeoutS: 5 }, { bin: fake.bin })
+ * A test that asserts on what close() does, or on the state after it, closes by hand instead.
+ */
+async function openSandbox(t, opts = {}, { bin } = {}) {
+  const sbx = bin === undefined ? new kern.Sandbox(opts) : sandboxWith(bin, opts)
+  await sbx.open()
+  t.after(() => sbx.close())
+  return sbx
+}
+
+// ---------------------------------------------------------------------------------------------
 // /proc probes
 
 /** The Python cell a process runs through the rich-result runner (`python3 /workspace/.run-<id>.py`,
@@ -377,6 +394,7 @@ module.exports = {
   recordingKern,
   fakeKern,
   sandboxWith,
+  openSandbox,
   procsMatching,
   sleep,
   waitFor,

@@ -7,7 +7,7 @@ const test = require('node:test')
 const assert = require('node:assert/strict')
 const fs = require('node:fs')
 const path = require('node:path')
-const { kern, tmpDir, rand, procsMatching, waitFor, within, runNode } = require('./helpers')
+const { kern, openSandbox, tmpDir, rand, procsMatching, waitFor, within, runNode } = require('./helpers')
 
 const { Sandbox, Kernel, Result, SandboxError } = kern
 
@@ -308,7 +308,7 @@ test("an abort landing as a cell's synchronous part ends still stops it, every t
   assert.deepEqual(texts(await k.runCode('Date.now = realNow\nkeptThroughAborts')), ['125'])
 })
 
-test('a cell timeout and the output cap tear the kernel down, with no process left', async () => {
+test('a cell timeout and the output cap tear the kernel down, with no process left', async (t) => {
   const kk = await sbx.kernel({ language: 'js' })
   const marker = `kst-jstimeout-${rand()}`
   await kk.runCode(
@@ -320,16 +320,12 @@ test('a cell timeout and the output cap tear the kernel down, with no process le
   assert.equal(kk.alive, false)
   assert.deepEqual(procsMatching(marker), [], 'the box is gone when the result arrives')
   await assert.rejects(kk.runCode('1'), SandboxError)
-  const s = await new Sandbox({ maxOutputBytes: 100_000 }).open()
-  try {
-    const kc = await s.kernel({ language: 'javascript' })
-    const cap = await kc.runCode('for (let i = 0; i < 100; i++) console.log("y".repeat(10000))')
-    assert.equal(cap.fault.type, 'killed')
-    assert.match(cap.fault.message, /cap/)
-    assert.equal(kc.alive, false)
-  } finally {
-    await s.close()
-  }
+  const s = await openSandbox(t, { maxOutputBytes: 100_000 })
+  const kc = await s.kernel({ language: 'javascript' })
+  const cap = await kc.runCode('for (let i = 0; i < 100; i++) console.log("y".repeat(10000))')
+  assert.equal(cap.fault.type, 'killed')
+  assert.match(cap.fault.message, /cap/)
+  assert.equal(kc.alive, false)
 })
 
 test('TypeScript: types stripped keeping lines, enum and namespace work, a syntax error is a SyntaxError', async () => {
@@ -362,19 +358,15 @@ test('TypeScript: types stripped keeping lines, enum and namespace work, a synta
   }
 })
 
-test('image: a per-kernel image shares the workspace; an image without node is refused, saying so', async () => {
+test('image: a per-kernel image shares the workspace; an image without node is refused, saying so', async (t) => {
   const kk = await sbx.kernel({ language: 'js', image: 'node:20-slim' })
   await kk.runCode('require("fs").writeFileSync("/workspace/from-js.txt", "js")')
   const py = await sbx.kernel()
   assert.deepEqual(texts(await py.runCode('open("/workspace/from-js.txt").read()')), ["'js'"])
   await kk.close()
   await py.close()
-  const s = await new Sandbox({ env: { PATH: '/kst-no-such-dir' } }).open()
-  try {
-    await assert.rejects(s.kernel({ language: 'js' }), (e) => e instanceof SandboxError && /no node/.test(e.message))
-  } finally {
-    await s.close()
-  }
+  const s = await openSandbox(t, { env: { PATH: '/kst-no-such-dir' } })
+  await assert.rejects(s.kernel({ language: 'js' }), (e) => e instanceof SandboxError && /no node/.test(e.message))
 })
 
 test('bad input gets a SandboxError: an unknown language, a bad or non-string image', async () => {

@@ -8,7 +8,18 @@ const assert = require('node:assert/strict')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
-const { kern, tmpDir, rand, runNode, lastJson, sessionDirs, procsMatching, waitFor, sleep } = require('./helpers')
+const {
+  kern,
+  openSandbox,
+  tmpDir,
+  rand,
+  runNode,
+  lastJson,
+  sessionDirs,
+  procsMatching,
+  waitFor,
+  sleep,
+} = require('./helpers')
 
 const { Sandbox, SandboxError, MountRefused, withSandbox } = kern
 
@@ -356,18 +367,14 @@ main()
   })
 })
 
-test('open() does not reclaim the session dir of a live process', async () => {
-  const live = await new Sandbox().open()
-  try {
-    const r = await runNode(
-      `const kern = require(REPO); new kern.Sandbox().open().then((s) => s.close()).then(() => console.log('{"ok":true}'))`,
-      { timeoutMs: 30_000 },
-    )
-    assert.equal(r.code, 0, r.stderr)
-    assert.ok(fs.existsSync(live.workspacePath), 'a live session is left alone')
-  } finally {
-    await live.close()
-  }
+test('open() does not reclaim the session dir of a live process', async (t) => {
+  const live = await openSandbox(t)
+  const r = await runNode(
+    `const kern = require(REPO); new kern.Sandbox().open().then((s) => s.close()).then(() => console.log('{"ok":true}'))`,
+    { timeoutMs: 30_000 },
+  )
+  assert.equal(r.code, 0, r.stderr)
+  assert.ok(fs.existsSync(live.workspacePath), 'a live session is left alone')
 })
 
 test('a call running past 15 s of otherwise idle runtime completes; a call after 12 s idle still runs', async () => {
