@@ -218,16 +218,12 @@ test(
 
 test('argv: depsReadonly binds .deps only when it exists, never for setup', { skip: STANDIN_ONLY }, async (t) => {
   const rec = recordingKern()
-  const sbx = await sandboxWith(rec.bin, { depsReadonly: true, setup: 'mkdir -p /workspace/.deps' }).open()
-  try {
-    await sbx.run(['true'])
-    const [setup, run] = rec.boxCalls()
-    const hasDeps = (flags) => flags.some((f) => f.endsWith(':/workspace/.deps:ro'))
-    assert.ok(!hasDeps(parseBox(setup).flags), 'setup box has no read-only deps bind')
-    assert.ok(hasDeps(parseBox(run).flags), 'run box binds the deps read-only')
-  } finally {
-    await sbx.close()
-  }
+  const sbx = await openSandbox(t, { depsReadonly: true, setup: 'mkdir -p /workspace/.deps' }, { bin: rec.bin })
+  await sbx.run(['true'])
+  const [setup, run] = rec.boxCalls()
+  const hasDeps = (flags) => flags.some((f) => f.endsWith(':/workspace/.deps:ro'))
+  assert.ok(!hasDeps(parseBox(setup).flags), 'setup box has no read-only deps bind')
+  assert.ok(hasDeps(parseBox(run).flags), 'run box binds the deps read-only')
   const rec2 = recordingKern()
   const sbx2 = await openSandbox(t, { depsReadonly: true }, { bin: rec2.bin })
   await sbx2.run(['true'])
@@ -250,27 +246,23 @@ test('argv: --timeout is the deadline + 5, per call too', { skip: STANDIN_ONLY }
 test(
   'argv: runCode languages (node runs its cell runner by path) and large code by path',
   { skip: STANDIN_ONLY },
-  async () => {
+  async (t) => {
     const rec = recordingKern()
-    const sbx = await sandboxWith(rec.bin).open()
-    try {
-      await sbx.runCode('echo hi', { language: 'bash' })
-      await sbx.runCode('console.log(1)', { language: 'node' })
-      const big = '# ' + 'x'.repeat(130 * 1024) + '\nprint("big")\n'
-      const r = await sbx.runCode(big)
-      assert.equal(r.stdout, 'big\n', r.stderr)
-      const [b, n, p] = rec.boxCalls().map((a) => parseBox(a).command)
-      assert.deepEqual(b, ['sh', '-c', 'echo hi'])
-      // As 0.1.23 runs Python cells: a runner file with the cell beside it, for rich results.
-      assert.equal(n.length, 2)
-      assert.equal(n[0], 'node')
-      assert.match(n[1], /^\/workspace\/\.run-[0-9a-f]{8}\.js$/)
-      assert.equal(p.length, 2)
-      assert.equal(p[0], 'python3')
-      assert.match(p[1], /^\/workspace\/\S+\.py$/)
-    } finally {
-      await sbx.close()
-    }
+    const sbx = await openSandbox(t, {}, { bin: rec.bin })
+    await sbx.runCode('echo hi', { language: 'bash' })
+    await sbx.runCode('console.log(1)', { language: 'node' })
+    const big = '# ' + 'x'.repeat(130 * 1024) + '\nprint("big")\n'
+    const r = await sbx.runCode(big)
+    assert.equal(r.stdout, 'big\n', r.stderr)
+    const [b, n, p] = rec.boxCalls().map((a) => parseBox(a).command)
+    assert.deepEqual(b, ['sh', '-c', 'echo hi'])
+    // As 0.1.23 runs Python cells: a runner file with the cell beside it, for rich results.
+    assert.equal(n.length, 2)
+    assert.equal(n[0], 'node')
+    assert.match(n[1], /^\/workspace\/\.run-[0-9a-f]{8}\.js$/)
+    assert.equal(p.length, 2)
+    assert.equal(p[0], 'python3')
+    assert.match(p[1], /^\/workspace\/\S+\.py$/)
   },
 )
 
@@ -305,20 +297,15 @@ test('env file: private 0600 file in a 0700 dir outside the workspace, removed a
   assert.ok(!fs.existsSync(call.envFile.path), 'env file removed at close')
 })
 
-test('env file: a caller PYTHONPATH wins over the default; no env still gets PYTHONPATH', async () => {
+test('env file: a caller PYTHONPATH wins over the default; no env still gets PYTHONPATH', async (t) => {
   const fake = fakeKern()
-  const a = await sandboxWith(fake.bin, { env: { PYTHONPATH: '/opt/x' } }).open()
-  const b = await sandboxWith(fake.bin).open()
-  try {
-    await a.run(['true'])
-    await b.run(['true'])
-    const [ca, cb] = fake.boxCalls()
-    assert.equal(ca.envFile.content, 'PYTHONPATH=/opt/x\n')
-    assert.equal(cb.envFile.content, 'PYTHONPATH=/workspace/.deps\n')
-  } finally {
-    await a.close()
-    await b.close()
-  }
+  const a = await openSandbox(t, { env: { PYTHONPATH: '/opt/x' } }, { bin: fake.bin })
+  const b = await openSandbox(t, {}, { bin: fake.bin })
+  await a.run(['true'])
+  await b.run(['true'])
+  const [ca, cb] = fake.boxCalls()
+  assert.equal(ca.envFile.content, 'PYTHONPATH=/opt/x\n')
+  assert.equal(cb.envFile.content, 'PYTHONPATH=/workspace/.deps\n')
 })
 
 test('env file: concurrent calls all read it whole; the box cannot reach it (no /workspace/.kern-env)', async (t) => {
@@ -339,21 +326,16 @@ test('env file: concurrent calls all read it whole; the box cannot reach it (no 
   assert.ok(!fs.existsSync(path.join(sbx.workspacePath, '.kern-env')))
 })
 
-test('enforceLimits:false sets KERN_NO_SCOPE=1 in kern env; default does not', async () => {
+test('enforceLimits:false sets KERN_NO_SCOPE=1 in kern env; default does not', async (t) => {
   assert.equal(process.env.KERN_NO_SCOPE, undefined, 'test precondition')
   const fake = fakeKern()
-  const loose = await sandboxWith(fake.bin, { enforceLimits: false }).open()
-  const strict = await sandboxWith(fake.bin).open()
-  try {
-    await loose.run(['true'])
-    await strict.run(['true'])
-    const [l, s] = fake.boxCalls()
-    assert.equal(l.env.KERN_NO_SCOPE, '1')
-    assert.equal(s.env.KERN_NO_SCOPE, undefined)
-  } finally {
-    await loose.close()
-    await strict.close()
-  }
+  const loose = await openSandbox(t, { enforceLimits: false }, { bin: fake.bin })
+  const strict = await openSandbox(t, {}, { bin: fake.bin })
+  await loose.run(['true'])
+  await strict.run(['true'])
+  const [l, s] = fake.boxCalls()
+  assert.equal(l.env.KERN_NO_SCOPE, '1')
+  assert.equal(s.env.KERN_NO_SCOPE, undefined)
 })
 
 test('setup: `pip install X` is rewritten to --target /workspace/.deps in a network-on box', async (t) => {

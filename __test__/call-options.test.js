@@ -31,30 +31,26 @@ test('per-call timeoutS is validated', async (t) => {
   }
 })
 
-test('per-call onStdout/onStderr override the session callbacks; null disables them', async () => {
+test('per-call onStdout/onStderr override the session callbacks; null disables them', async (t) => {
   const session = { out: [], err: [] }
   const call = { out: [], err: [] }
-  const sbx = await new Sandbox({
+  const sbx = await openSandbox(t, {
     onStdout: (c) => session.out.push(c),
     onStderr: (c) => session.err.push(c),
-  }).open()
+  })
   const code = 'import sys\nprint("o", flush=True)\nprint("e", file=sys.stderr, flush=True)'
-  try {
-    const r1 = await sbx.runCode(code, { onStdout: (c) => call.out.push(c), onStderr: (c) => call.err.push(c) })
-    assert.equal(Buffer.concat(call.out).toString(), r1.stdout)
-    assert.equal(Buffer.concat(call.err).toString(), r1.stderr)
-    assert.equal(session.out.length + session.err.length, 0, 'session callbacks not called')
-    await sbx.runCode(code, { onStdout: null, onStderr: null })
-    assert.equal(session.out.length + session.err.length, 0, 'null disables the session callbacks')
-    const r3 = await sbx.run(['sh', '-c', 'echo plain'], { onStdout: null })
-    assert.equal(r3.stdout, 'plain\n')
-    assert.equal(session.out.length, 0)
-    assert.ok(session.err.length > 0 || r3.stderr === '', 'onStderr (not overridden) still streams')
-    const r4 = await sbx.runCode(code)
-    assert.equal(Buffer.concat(session.out).toString(), r4.stdout, 'session callback back for the next call')
-  } finally {
-    await sbx.close()
-  }
+  const r1 = await sbx.runCode(code, { onStdout: (c) => call.out.push(c), onStderr: (c) => call.err.push(c) })
+  assert.equal(Buffer.concat(call.out).toString(), r1.stdout)
+  assert.equal(Buffer.concat(call.err).toString(), r1.stderr)
+  assert.equal(session.out.length + session.err.length, 0, 'session callbacks not called')
+  await sbx.runCode(code, { onStdout: null, onStderr: null })
+  assert.equal(session.out.length + session.err.length, 0, 'null disables the session callbacks')
+  const r3 = await sbx.run(['sh', '-c', 'echo plain'], { onStdout: null })
+  assert.equal(r3.stdout, 'plain\n')
+  assert.equal(session.out.length, 0)
+  assert.ok(session.err.length > 0 || r3.stderr === '', 'onStderr (not overridden) still streams')
+  const r4 = await sbx.runCode(code)
+  assert.equal(Buffer.concat(session.out).toString(), r4.stdout, 'session callback back for the next call')
 })
 
 test('a non-function callback is refused', async (t) => {

@@ -311,16 +311,12 @@ test('depsReadonly: setup deps are importable but read-only in run boxes', async
   const setup = 'mkdir -p /workspace/.deps/kstmod && echo "VALUE = 42" > /workspace/.deps/kstmod/__init__.py'
   const code =
     'import kstmod\nprint(kstmod.VALUE)\ntry:\n    open("/workspace/.deps/kstmod/__init__.py", "w").write("VALUE = 666")\n    print("poisoned")\nexcept OSError:\n    print("refused")'
-  const ro = await new Sandbox({ setup, depsReadonly: true }).open()
-  try {
-    const r = await ro.runCode(code)
-    assert.equal(r.stdout, '42\nrefused\n', r.stderr)
-  } finally {
-    await ro.close()
-  }
+  const ro = await openSandbox(t, { setup, depsReadonly: true })
+  const fromRo = await ro.runCode(code)
+  assert.equal(fromRo.stdout, '42\nrefused\n', fromRo.stderr)
   const rw = await openSandbox(t, { setup })
-  const r = await rw.runCode(code)
-  assert.equal(r.stdout, '42\npoisoned\n', r.stderr)
+  const fromRw = await rw.runCode(code)
+  assert.equal(fromRw.stdout, '42\npoisoned\n', fromRw.stderr)
 })
 
 test('an undefined resource profile is a startup_failed fault naming it', async (t) => {

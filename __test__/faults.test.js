@@ -18,8 +18,6 @@ const {
   waitFor,
 } = require('./helpers')
 
-const { Sandbox } = kern
-
 const UNKNOWN_IMAGE = 'kern-sandbox-test/no-such-image:0'
 // With the stand-in, act like this host's real kern: it warns that caps are not enforced.
 const WARN = realKern ? {} : { KERN_STANDIN_WARN_CAPS: '1' }
@@ -75,7 +73,7 @@ test('timeout: a busy loop past timeoutS is a timeout fault, within 2 s of the d
   assert.ok(!kernPsNames().includes(name), `kern ps still lists ${name}`)
 })
 
-test('timeout: a SIGTERM-ignoring workload that forks (and setsid()s) children leaves no survivor', async () => {
+test('timeout: a SIGTERM-ignoring workload that forks (and setsid()s) children leaves no survivor', async (t) => {
   const marker = `kst-stubborn-${rand()}`
   const code = `# ${marker}
 import os, signal, time
@@ -91,19 +89,15 @@ print("forked", flush=True)
 while True:
     time.sleep(0.05)
 `
-  const sbx = await new Sandbox({ timeoutS: 1.5 }).open()
-  try {
-    const t0 = Date.now()
-    const r = await sbx.runCode(code)
-    const wall = Date.now() - t0
-    assert.equal(r.fault && r.fault.type, 'timeout', JSON.stringify(r.fault))
-    assert.equal(r.stdout, 'forked\n')
-    assert.doesNotMatch(r.fault.message, /surviv/i, 'the binding reports no survivors')
-    assert.ok(wall < 1500 + 2000 + 1000, `resolved in ${wall} ms`)
-    assert.deepEqual(await noneLeft(marker), [], 'nothing of the box survived')
-  } finally {
-    await sbx.close()
-  }
+  const sbx = await openSandbox(t, { timeoutS: 1.5 })
+  const t0 = Date.now()
+  const r = await sbx.runCode(code)
+  const wall = Date.now() - t0
+  assert.equal(r.fault && r.fault.type, 'timeout', JSON.stringify(r.fault))
+  assert.equal(r.stdout, 'forked\n')
+  assert.doesNotMatch(r.fault.message, /surviv/i, 'the binding reports no survivors')
+  assert.ok(wall < 1500 + 2000 + 1000, `resolved in ${wall} ms`)
+  assert.deepEqual(await noneLeft(marker), [], 'nothing of the box survived')
 })
 
 test('timeout: output printed before the deadline is kept', async () => {
@@ -193,23 +187,18 @@ test("misclassification fix: with kern's cap warnings on stderr, the workload's 
   assert.equal(f.fault, null, JSON.stringify(f.fault))
 })
 
-test('legacy kern without the started channel: warnings alone are no startup failure', async () => {
+test('legacy kern without the started channel: warnings alone are no startup failure', async (t) => {
   const bin = wrapKern(LEGACY)
-  const ok = await sandboxWith(bin).open()
-  const bad = await sandboxWith(bin, { image: UNKNOWN_IMAGE, timeoutS: 20 }).open()
-  try {
-    const r = await ok.runCode('import sys\nsys.exit(3)')
-    assert.match(r.stderr, /kern: warning/, 'precondition: kern warned on stderr')
-    assert.equal(r.exitCode, 3)
-    assert.equal(r.fault, null, JSON.stringify(r.fault))
-    const s = await bad.runCode('print(1)')
-    assert.equal(s.fault && s.fault.type, 'startup_failed', JSON.stringify(s))
-    assert.match(s.fault.message, /^error:/)
-    assert.doesNotMatch(s.fault.message, /kern: warning/)
-  } finally {
-    await ok.close()
-    await bad.close()
-  }
+  const ok = await openSandbox(t, {}, { bin })
+  const bad = await openSandbox(t, { image: UNKNOWN_IMAGE, timeoutS: 20 }, { bin })
+  const r = await ok.runCode('import sys\nsys.exit(3)')
+  assert.match(r.stderr, /kern: warning/, 'precondition: kern warned on stderr')
+  assert.equal(r.exitCode, 3)
+  assert.equal(r.fault, null, JSON.stringify(r.fault))
+  const s = await bad.runCode('print(1)')
+  assert.equal(s.fault && s.fault.type, 'startup_failed', JSON.stringify(s))
+  assert.match(s.fault.message, /^error:/)
+  assert.doesNotMatch(s.fault.message, /kern: warning/)
 })
 
 // --- classification by the started channel, driven by a fake kern ------------------------------
@@ -259,22 +248,18 @@ test("exit 143 (kern's own timeout backstop) is a timeout fault; 159 escape_bloc
   assert.equal(e.fault && e.fault.type, 'escape_blocked')
 })
 
-test('parallel calls each read their own started channel', async () => {
+test('parallel calls each read their own started channel', async (t) => {
   const kinds = { oom: [1, 1], killed: [1, 2], unknown: null }
   const sbxs = {}
   for (const [k, started] of Object.entries(kinds))
-    sbxs[k] = await sandboxWith(fakeKern({ exitCode: 137, started, sleepMs: 50 }).bin).open()
-  try {
-    const jobs = []
-    for (let i = 0; i < 8; i++)
-      for (const k of Object.keys(kinds)) jobs.push(sbxs[k].run(['true']).then((r) => [k, r.fault && r.fault.type]))
-    const got = await Promise.all(jobs)
-    const want = { oom: 'oom', killed: 'killed', unknown: 'killed' }
-    const wrong = got.filter(([k, t]) => want[k] !== t)
-    assert.deepEqual(wrong, [])
-  } finally {
-    for (const s of Object.values(sbxs)) await s.close()
-  }
+    sbxs[k] = await openSandbox(t, {}, { bin: fakeKern({ exitCode: 137, started, sleepMs: 50 }).bin })
+  const jobs = []
+  for (let i = 0; i < 8; i++)
+    for (const k of Object.keys(kinds)) jobs.push(sbxs[k].run(['true']).then((r) => [k, r.fault && r.fault.type]))
+  const got = await Promise.all(jobs)
+  const want = { oom: 'oom', killed: 'killed', unknown: 'killed' }
+  const wrong = got.filter(([k, type]) => want[k] !== type)
+  assert.deepEqual(wrong, [])
 })
 
 function zombieOrAlive(pid) {

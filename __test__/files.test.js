@@ -164,24 +164,20 @@ test('result.files reports created and modified files (not .deps, not untouched)
   assert.deepEqual(none.files, [])
 })
 
-test('result.files across calls: host writes between calls, moved trees, deletes, same-size rewrites', async () => {
-  const s = await new Sandbox().open()
+test('result.files across calls: host writes between calls, moved trees, deletes, same-size rewrites', async (t) => {
+  const s = await openSandbox(t)
   const sorted = (r) => [...r.files].map((f) => `${f.change}:${f.path}`).sort()
-  try {
-    await s.writeFile('d/a.txt', 'a')
-    let r = await s.run(['sh', '-c', 'mkdir -p d/e && echo x > d/e/b.txt'])
-    assert.deepEqual(sorted(r), ['created:d/e/b.txt'])
-    await s.writeFile('host.txt', 'written by the host between calls')
-    r = await s.run(['sh', '-c', 'mv d m && echo y > m/e/b.txt && rm m/a.txt && mkdir d && echo z > d/n.txt'])
-    assert.deepEqual(sorted(r), ['created:d/n.txt', 'created:m/e/b.txt'])
-    // The moved tree is still tracked under its new name; a same-size rewrite is a modification.
-    r = await s.run(['sh', '-c', 'sleep 0.01; echo q > m/e/b.txt; touch host.txt'])
-    assert.deepEqual(sorted(r), ['modified:host.txt', 'modified:m/e/b.txt'])
-    r = await s.run(['true'])
-    assert.deepEqual(r.files, [])
-  } finally {
-    await s.close()
-  }
+  await s.writeFile('d/a.txt', 'a')
+  let r = await s.run(['sh', '-c', 'mkdir -p d/e && echo x > d/e/b.txt'])
+  assert.deepEqual(sorted(r), ['created:d/e/b.txt'])
+  await s.writeFile('host.txt', 'written by the host between calls')
+  r = await s.run(['sh', '-c', 'mv d m && echo y > m/e/b.txt && rm m/a.txt && mkdir d && echo z > d/n.txt'])
+  assert.deepEqual(sorted(r), ['created:d/n.txt', 'created:m/e/b.txt'])
+  // The moved tree is still tracked under its new name; a same-size rewrite is a modification.
+  r = await s.run(['sh', '-c', 'sleep 0.01; echo q > m/e/b.txt; touch host.txt'])
+  assert.deepEqual(sorted(r), ['modified:host.txt', 'modified:m/e/b.txt'])
+  r = await s.run(['true'])
+  assert.deepEqual(r.files, [])
 })
 
 test('result.files of overlapping calls: each sees what changed while it ran', async (t) => {

@@ -304,6 +304,14 @@ async function openSandbox(t, opts = {}, { bin } = {}) {
   return sbx
 }
 
+/** Starts a kernel of `sbx` (kernel() options `opts`) and closes it when test `t` ends; for a
+ * session shared by several tests, whose close() would come too late. */
+async function openKernel(t, sbx, opts = {}) {
+  const k = await sbx.kernel(opts)
+  t.after(() => k.close())
+  return k
+}
+
 // ---------------------------------------------------------------------------------------------
 // /proc probes
 
@@ -395,6 +403,7 @@ module.exports = {
   fakeKern,
   sandboxWith,
   openSandbox,
+  openKernel,
   procsMatching,
   sleep,
   waitFor,

@@ -6,7 +6,7 @@ const test = require('node:test')
 const assert = require('node:assert/strict')
 const fs = require('node:fs')
 const path = require('node:path')
-const { kern, openSandbox, tmpDir, rand, runNode, lastJson, procsMatching, waitFor } = require('./helpers')
+const { kern, openSandbox, openKernel, tmpDir, rand, runNode, lastJson, procsMatching, waitFor } = require('./helpers')
 
 const { Sandbox, Kernel, Result, SandboxError } = kern
 
@@ -40,19 +40,15 @@ test('kernel() resolves to an open Kernel whose state persists across cells', as
   assert.deepEqual(r.files, [])
 })
 
-test('results carry executionCount 1, 2, 3 per kernel', async () => {
-  const k2 = await sbx.kernel()
-  try {
-    const counts = []
-    for (const code of ['1', 'x = 2', '3']) {
-      const r = await k2.runCode(code)
-      counts.push(r.executionCount)
-      for (const res of r.results) assert.equal(res.executionCount, r.executionCount)
-    }
-    assert.deepEqual(counts, [1, 2, 3])
-  } finally {
-    await k2.close()
+test('results carry executionCount 1, 2, 3 per kernel', async (t) => {
+  const k2 = await openKernel(t, sbx)
+  const counts = []
+  for (const code of ['1', 'x = 2', '3']) {
+    const r = await k2.runCode(code)
+    counts.push(r.executionCount)
+    for (const res of r.results) assert.equal(res.executionCount, r.executionCount)
   }
+  assert.deepEqual(counts, [1, 2, 3])
 })
 
 test('stdout, stderr, display() and the trailing value of a cell', async () => {

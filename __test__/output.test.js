@@ -5,8 +5,6 @@ const test = require('node:test')
 const assert = require('node:assert/strict')
 const { kern, openSandbox, runNode, lastJson } = require('./helpers')
 
-const { Sandbox } = kern
-
 test('maxOutputBytes: a 10 MiB flood is capped at 1000 bytes, truncated, and the box runs to completion', async (t) => {
   const sbx = await openSandbox(t, { maxOutputBytes: 1000, timeoutS: 60 })
   const r = await sbx.runCode(
@@ -42,27 +40,20 @@ test('output under or exactly at the cap is not truncated; one byte over is', as
   assert.equal(over.stdout.length, 1000)
 })
 
-test('large and non-ASCII output come back exact (external string and decoded copy), and survive GC', async () => {
-  const sbx = await new Sandbox({ timeoutS: 60 }).open()
-  try {
-    const lines = (tag, n) => Array.from({ length: n }, (_, i) => `${tag} ${String(i).padStart(7, '0')}\n`).join('')
-    const big = await sbx.runCode(
-      'import sys\nsys.stdout.write("".join("out %07d\\n" % i for i in range(300000)))\nsys.stderr.write("".join("err %07d\\n" % i for i in range(100000)))',
-    )
-    assert.equal(big.exitCode, 0)
-    assert.ok(big.stdout === lines('out', 300000), 'large ASCII stdout (3.4 MiB) is exact')
-    assert.ok(big.stderr.endsWith(lines('err', 100000)), 'large ASCII stderr is exact (after any kern warnings)')
-    const mixed = await sbx.runCode(
-      'import sys\nsys.stdout.buffer.write(b"a" * 200000 + "é€😀".encode() + b"\\xff\\xc3(" + b"z" * 100000)',
-    )
-    assert.equal(mixed.exitCode, 0)
-    assert.ok(
-      mixed.stdout === 'a'.repeat(200000) + 'é€😀\uFFFD\uFFFD(' + 'z'.repeat(100000),
-      'non-ASCII stdout is exact',
-    )
-  } finally {
-    await sbx.close()
-  }
+test('large and non-ASCII output come back exact (external string and decoded copy), and survive GC', async (t) => {
+  const sbx = await openSandbox(t, { timeoutS: 60 })
+  const lines = (tag, n) => Array.from({ length: n }, (_, i) => `${tag} ${String(i).padStart(7, '0')}\n`).join('')
+  const big = await sbx.runCode(
+    'import sys\nsys.stdout.write("".join("out %07d\\n" % i for i in range(300000)))\nsys.stderr.write("".join("err %07d\\n" % i for i in range(100000)))',
+  )
+  assert.equal(big.exitCode, 0)
+  assert.ok(big.stdout === lines('out', 300000), 'large ASCII stdout (3.4 MiB) is exact')
+  assert.ok(big.stderr.endsWith(lines('err', 100000)), 'large ASCII stderr is exact (after any kern warnings)')
+  const mixed = await sbx.runCode(
+    'import sys\nsys.stdout.buffer.write(b"a" * 200000 + "é€😀".encode() + b"\\xff\\xc3(" + b"z" * 100000)',
+  )
+  assert.equal(mixed.exitCode, 0)
+  assert.ok(mixed.stdout === 'a'.repeat(200000) + 'é€😀\uFFFD\uFFFD(' + 'z'.repeat(100000), 'non-ASCII stdout is exact')
   // External strings are freed by V8's GC: collect some while others are still in use.
   const r = await runNode(
     `

@@ -70,7 +70,7 @@ test.after(async () => {
   await sbx.close()
 })
 
-test('snapshot/restore round-trip a path over 100 bytes, without KERN_SANDBOX_SNAPSHOT', async () => {
+test('snapshot/restore round-trip a path over 100 bytes, without KERN_SANDBOX_SNAPSHOT', async (t) => {
   assert.ok(Buffer.byteLength(LONG_PATH) > 100)
   const saved = process.env.KERN_SANDBOX_SNAPSHOT
   delete process.env.KERN_SANDBOX_SNAPSHOT
@@ -82,15 +82,11 @@ test('snapshot/restore round-trip a path over 100 bytes, without KERN_SANDBOX_SN
     const ret = sbx.snapshot(dest)
     assert.equal(ret, undefined, 'snapshot is synchronous')
     assert.ok(fs.statSync(dest).size > 0)
-    const fresh = await new Sandbox().open()
-    try {
-      assert.equal(fresh.restore(dest), undefined, 'restore is synchronous')
-      assert.equal((await fresh.readFile(LONG_PATH)).toString(), 'long content')
-      assert.equal((await fresh.readFile('top.txt')).toString(), 'top')
-      assert.deepEqual([...(await fresh.readFile('bin/data.bin'))], [0, 1, 2, 255])
-    } finally {
-      await fresh.close()
-    }
+    const fresh = await openSandbox(t)
+    assert.equal(fresh.restore(dest), undefined, 'restore is synchronous')
+    assert.equal((await fresh.readFile(LONG_PATH)).toString(), 'long content')
+    assert.equal((await fresh.readFile('top.txt')).toString(), 'top')
+    assert.deepEqual([...(await fresh.readFile('bin/data.bin'))], [0, 1, 2, 255])
   } finally {
     if (saved === undefined) delete process.env.KERN_SANDBOX_SNAPSHOT
     else process.env.KERN_SANDBOX_SNAPSHOT = saved
@@ -276,7 +272,7 @@ test('restore does not follow a symlink the box planted in the workspace', async
   assert.deepEqual(fs.readdirSync(outside), [], 'nothing written through the planted symlink')
 })
 
-test('restore stops a gzip bomb at the maxBytes ceiling', async () => {
+test('restore stops a gzip bomb at the maxBytes ceiling', async (t) => {
   // 64 MiB of zeros compresses to ~64 KiB
   const archive = path.join(tmpDir(), 'bomb.tar.gz')
   python(
@@ -294,25 +290,21 @@ with tarfile.open(sys.argv[1], "w:gz") as t:
     archive,
   )
   assert.ok(fs.statSync(archive).size < 1 << 20, 'the bomb is small on disk')
-  const s = await new Sandbox().open()
+  const s = await openSandbox(t)
+  assert.throws(
+    () => s.restore(archive, { maxBytes: 1 << 20 }),
+    (e) => e instanceof SandboxError && /ceiling|maxBytes|more than/i.test(e.message),
+  )
+  let size = 0
   try {
-    assert.throws(
-      () => s.restore(archive, { maxBytes: 1 << 20 }),
-      (e) => e instanceof SandboxError && /ceiling|maxBytes|more than/i.test(e.message),
-    )
-    let size = 0
-    try {
-      size = fs.statSync(path.join(s.workspacePath, 'zeros.bin')).size
-    } catch {
-      /* not created: fine */
-    }
-    assert.ok(size <= 1 << 20, `wrote ${size} bytes past the ceiling`)
-    // the default ceiling lets it through
-    s.restore(archive)
-    assert.equal(fs.statSync(path.join(s.workspacePath, 'zeros.bin')).size, 64 << 20)
-  } finally {
-    await s.close()
+    size = fs.statSync(path.join(s.workspacePath, 'zeros.bin')).size
+  } catch {
+    /* not created: fine */
   }
+  assert.ok(size <= 1 << 20, `wrote ${size} bytes past the ceiling`)
+  // the default ceiling lets it through
+  s.restore(archive)
+  assert.equal(fs.statSync(path.join(s.workspacePath, 'zeros.bin')).size, 64 << 20)
 })
 
 test('malformed input is a SandboxError: not gzip, truncated, missing, bad maxBytes', async (t) => {

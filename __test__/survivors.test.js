@@ -3,23 +3,19 @@
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
-const { fakeKern, sandboxWith, openSandbox } = require('./helpers')
+const { fakeKern, openSandbox } = require('./helpers')
 
 test('no survivors, as data: a box kern still lists after the teardown is reported in the fault', async (t) => {
   const fake = fakeKern({ sleepMs: 60_000, psLists: true })
-  const sbx = await sandboxWith(fake.bin, { timeoutS: 1 }).open()
-  try {
-    const r = await sbx.run(['true'])
-    assert.equal(r.fault && r.fault.type, 'timeout')
-    assert.match(r.fault.message, /surviv|still/i, r.fault.message)
-  } finally {
-    await sbx.close()
-  }
+  const sbx = await openSandbox(t, { timeoutS: 1 }, { bin: fake.bin })
+  const r = await sbx.run(['true'])
+  assert.equal(r.fault && r.fault.type, 'timeout')
+  assert.match(r.fault.message, /surviv|still/i, r.fault.message)
   const clean = fakeKern({ sleepMs: 60_000 })
   const ok = await openSandbox(t, { timeoutS: 1 }, { bin: clean.bin })
-  const r = await ok.run(['true'])
-  assert.equal(r.fault && r.fault.type, 'timeout')
-  assert.doesNotMatch(r.fault.message, /surviv|still/i, 'nothing survived: the message does not claim so')
+  const r2 = await ok.run(['true'])
+  assert.equal(r2.fault && r2.fault.type, 'timeout')
+  assert.doesNotMatch(r2.fault.message, /surviv|still/i, 'nothing survived: the message does not claim so')
 })
 
 test('no survivors, as data: a kern ps that does not answer is not taken as "nothing survived"', async (t) => {
