@@ -3,9 +3,7 @@
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
-const { kern, rand, procsMatching, waitFor, sessionDirs } = require('./helpers')
-
-const { Sandbox } = kern
+const { kern, openSandbox, rand, procsMatching, waitFor, sessionDirs } = require('./helpers')
 
 async function abortOnceRunning(marker, ac, reason) {
   assert.ok(await waitFor(() => procsMatching(marker).length > 0, 15_000), 'the box started')
@@ -14,141 +12,106 @@ async function abortOnceRunning(marker, ac, reason) {
   return Date.now()
 }
 
-test('an already-aborted signal rejects at once with signal.reason (default AbortError DOMException)', async () => {
-  const sbx = await new Sandbox().open()
-  try {
-    const ac = new AbortController()
-    ac.abort()
-    await assert.rejects(
-      sbx.runCode('print(1)', { signal: ac.signal }),
-      (e) => e === ac.signal.reason && e instanceof DOMException && e.name === 'AbortError',
-    )
-    const custom = new AbortController()
-    const why = { custom: 'reason' }
-    custom.abort(why)
-    await assert.rejects(sbx.run(['true'], { signal: custom.signal }), (e) => e === why)
-    await assert.rejects(
-      sbx.runCode('print(1)', { signal: AbortSignal.abort('str-reason') }),
-      (e) => e === 'str-reason',
-    )
-  } finally {
-    await sbx.close()
-  }
+test('an already-aborted signal rejects at once with signal.reason (default AbortError DOMException)', async (t) => {
+  const sbx = await openSandbox(t)
+  const ac = new AbortController()
+  ac.abort()
+  await assert.rejects(
+    sbx.runCode('print(1)', { signal: ac.signal }),
+    (e) => e === ac.signal.reason && e instanceof DOMException && e.name === 'AbortError',
+  )
+  const custom = new AbortController()
+  const why = { custom: 'reason' }
+  custom.abort(why)
+  await assert.rejects(sbx.run(['true'], { signal: custom.signal }), (e) => e === why)
+  await assert.rejects(sbx.runCode('print(1)', { signal: AbortSignal.abort('str-reason') }), (e) => e === 'str-reason')
 })
 
-test('abort mid-call tears the box down and rejects with an AbortError DOMException', async () => {
+test('abort mid-call tears the box down and rejects with an AbortError DOMException', async (t) => {
   const marker = `kst-abort-${rand()}`
-  const sbx = await new Sandbox({ timeoutS: 60 }).open()
-  try {
-    const ac = new AbortController()
-    const call = sbx.runCode(
-      `# ${marker}\nimport signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(60)`,
-      { signal: ac.signal },
-    )
-    call.catch(() => {})
-    const t0 = await abortOnceRunning(marker, ac)
-    await assert.rejects(call, (e) => e instanceof DOMException && e.name === 'AbortError')
-    assert.ok(Date.now() - t0 < 4000, `rejected ${Date.now() - t0} ms after the abort`)
-    assert.deepEqual(procsMatching(marker), [], 'nothing left running when the promise settles')
-    const after = await sbx.runCode('print("usable")')
-    assert.equal(after.stdout, 'usable\n', 'the session is still usable')
-  } finally {
-    await sbx.close()
-  }
+  const sbx = await openSandbox(t, { timeoutS: 60 })
+  const ac = new AbortController()
+  const call = sbx.runCode(
+    `# ${marker}\nimport signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(60)`,
+    { signal: ac.signal },
+  )
+  call.catch(() => {})
+  const t0 = await abortOnceRunning(marker, ac)
+  await assert.rejects(call, (e) => e instanceof DOMException && e.name === 'AbortError')
+  assert.ok(Date.now() - t0 < 4000, `rejected ${Date.now() - t0} ms after the abort`)
+  assert.deepEqual(procsMatching(marker), [], 'nothing left running when the promise settles')
+  const after = await sbx.runCode('print("usable")')
+  assert.equal(after.stdout, 'usable\n', 'the session is still usable')
 })
 
-test('abort mid-call rejects with a custom reason', async () => {
+test('abort mid-call rejects with a custom reason', async (t) => {
   const marker = `kst-abort2-${rand()}`
-  const sbx = await new Sandbox({ timeoutS: 60 }).open()
-  try {
+  const sbx = await openSandbox(t, { timeoutS: 60 })
+  const ac = new AbortController()
+  const reason = new Error('user pressed stop')
+  const call = sbx.run(['sh', '-c', `sleep 60 # ${marker}`], { signal: ac.signal })
+  call.catch(() => {})
+  await abortOnceRunning(marker, ac, reason)
+  await assert.rejects(call, (e) => e === reason)
+  assert.ok(await waitFor(() => procsMatching(marker).length === 0, 1000))
+})
+
+test("aborting at any moment of a call's start rejects and leaves nothing running", async (t) => {
+  const sbx = await openSandbox(t, { timeoutS: 60 })
+  for (const delay of [0, 1, 3, 8, 15, 30, 60, 120]) {
+    const marker = `kst-race-${rand()}`
     const ac = new AbortController()
-    const reason = new Error('user pressed stop')
     const call = sbx.run(['sh', '-c', `sleep 60 # ${marker}`], { signal: ac.signal })
     call.catch(() => {})
-    await abortOnceRunning(marker, ac, reason)
-    await assert.rejects(call, (e) => e === reason)
-    assert.ok(await waitFor(() => procsMatching(marker).length === 0, 1000))
-  } finally {
-    await sbx.close()
-  }
-})
-
-test("aborting at any moment of a call's start rejects and leaves nothing running", async () => {
-  const sbx = await new Sandbox({ timeoutS: 60 }).open()
-  try {
-    for (const delay of [0, 1, 3, 8, 15, 30, 60, 120]) {
-      const marker = `kst-race-${rand()}`
-      const ac = new AbortController()
-      const call = sbx.run(['sh', '-c', `sleep 60 # ${marker}`], { signal: ac.signal })
-      call.catch(() => {})
-      if (delay === 0) ac.abort()
-      else setTimeout(() => ac.abort(), delay)
-      await assert.rejects(call, (e) => e instanceof DOMException && e.name === 'AbortError', `abort after ${delay} ms`)
-      assert.ok(
-        await waitFor(() => procsMatching(marker).length === 0, 1000),
-        `box left running after an abort at ${delay} ms: ${JSON.stringify(procsMatching(marker))}`,
-      )
-    }
-  } finally {
-    await sbx.close()
-  }
-})
-
-test('AbortSignal.timeout() works: rejects with its TimeoutError reason, nothing left running', async () => {
-  const marker = `kst-abort5-${rand()}`
-  const sbx = await new Sandbox({ timeoutS: 60 }).open()
-  try {
-    const t0 = Date.now()
-    await assert.rejects(
-      sbx.run(['sh', '-c', `sleep 60 # ${marker}`], { signal: AbortSignal.timeout(700) }),
-      (e) => e instanceof DOMException && e.name === 'TimeoutError',
+    if (delay === 0) ac.abort()
+    else setTimeout(() => ac.abort(), delay)
+    await assert.rejects(call, (e) => e instanceof DOMException && e.name === 'AbortError', `abort after ${delay} ms`)
+    assert.ok(
+      await waitFor(() => procsMatching(marker).length === 0, 1000),
+      `box left running after an abort at ${delay} ms: ${JSON.stringify(procsMatching(marker))}`,
     )
-    assert.ok(Date.now() - t0 < 5000)
-    assert.ok(await waitFor(() => procsMatching(marker).length === 0, 1000))
-  } finally {
-    await sbx.close()
   }
 })
 
-test('aborting after the call finished changes nothing', async () => {
-  const sbx = await new Sandbox().open()
-  try {
-    const ac = new AbortController()
-    const r = await sbx.runCode('print("done")', { signal: ac.signal })
-    ac.abort()
-    assert.equal(r.stdout, 'done\n')
-    const again = await sbx.runCode('print("next")')
-    assert.equal(again.stdout, 'next\n')
-  } finally {
-    await sbx.close()
-  }
+test('AbortSignal.timeout() works: rejects with its TimeoutError reason, nothing left running', async (t) => {
+  const marker = `kst-abort5-${rand()}`
+  const sbx = await openSandbox(t, { timeoutS: 60 })
+  const t0 = Date.now()
+  await assert.rejects(
+    sbx.run(['sh', '-c', `sleep 60 # ${marker}`], { signal: AbortSignal.timeout(700) }),
+    (e) => e instanceof DOMException && e.name === 'TimeoutError',
+  )
+  assert.ok(Date.now() - t0 < 5000)
+  assert.ok(await waitFor(() => procsMatching(marker).length === 0, 1000))
 })
 
-test('aborting one call leaves the other parallel calls alone', async () => {
+test('aborting after the call finished changes nothing', async (t) => {
+  const sbx = await openSandbox(t)
+  const ac = new AbortController()
+  const r = await sbx.runCode('print("done")', { signal: ac.signal })
+  ac.abort()
+  assert.equal(r.stdout, 'done\n')
+  const again = await sbx.runCode('print("next")')
+  assert.equal(again.stdout, 'next\n')
+})
+
+test('aborting one call leaves the other parallel calls alone', async (t) => {
   const marker = `kst-abort3-${rand()}`
-  const sbx = await new Sandbox({ timeoutS: 60 }).open()
-  try {
-    const ac = new AbortController()
-    const victim = sbx.run(['sh', '-c', `sleep 60 # ${marker}`], { signal: ac.signal })
-    victim.catch(() => {})
-    const bystander = sbx.run(['sh', '-c', 'sleep 2; echo bystander'])
-    await abortOnceRunning(marker, ac)
-    await assert.rejects(victim, (e) => e.name === 'AbortError')
-    const b = await bystander
-    assert.equal(b.stdout, 'bystander\n')
-    assert.equal(b.fault, null)
-  } finally {
-    await sbx.close()
-  }
+  const sbx = await openSandbox(t, { timeoutS: 60 })
+  const ac = new AbortController()
+  const victim = sbx.run(['sh', '-c', `sleep 60 # ${marker}`], { signal: ac.signal })
+  victim.catch(() => {})
+  const bystander = sbx.run(['sh', '-c', 'sleep 2; echo bystander'])
+  await abortOnceRunning(marker, ac)
+  await assert.rejects(victim, (e) => e.name === 'AbortError')
+  const b = await bystander
+  assert.equal(b.stdout, 'bystander\n')
+  assert.equal(b.fault, null)
 })
 
-test('a non-AbortSignal signal is refused', async () => {
-  const sbx = await new Sandbox().open()
-  try {
-    await assert.rejects(sbx.runCode('print(1)', { signal: { aborted: 'no' } }), TypeError)
-  } finally {
-    await sbx.close()
-  }
+test('a non-AbortSignal signal is refused', async (t) => {
+  const sbx = await openSandbox(t)
+  await assert.rejects(sbx.runCode('print(1)', { signal: { aborted: 'no' } }), TypeError)
 })
 
 test('top-level runCode honours a signal mid-call and still cleans up', async () => {

@@ -5,7 +5,7 @@ const test = require('node:test')
 const assert = require('node:assert/strict')
 const fs = require('node:fs')
 const path = require('node:path')
-const { kern, repo, tmpDir } = require('./helpers')
+const { kern, openSandbox, repo, tmpDir } = require('./helpers')
 
 test('every export of the reference d.ts exists with the right kind', () => {
   assert.equal(typeof kern.Sandbox, 'function')
@@ -65,7 +65,7 @@ test('SandboxError and MountRefused are real Error subclasses with names', () =>
   assert.equal(m.name, 'MountRefused')
 })
 
-test('errors from native code are SandboxError / MountRefused instances with the right name', async () => {
+test('errors from native code are SandboxError / MountRefused instances with the right name', async (t) => {
   // constructor (native validation)
   assert.throws(
     () => new kern.Sandbox({ profiles: ['--net'] }),
@@ -76,24 +76,17 @@ test('errors from native code are SandboxError / MountRefused instances with the
     (e) => e instanceof kern.MountRefused && e instanceof kern.SandboxError && e.name === 'MountRefused',
   )
   // async method (native I/O refusal)
-  const sbx = await new kern.Sandbox().open()
-  try {
-    await assert.rejects(sbx.readFile('../escape'), (e) => e instanceof kern.SandboxError && e.name === 'SandboxError')
-    await assert.rejects(
-      sbx.readFile('no-such-file'),
-      (e) => e instanceof kern.SandboxError && e.name === 'SandboxError',
-    )
-    // sync method (native)
-    assert.throws(
-      () => sbx.restore(path.join(tmpDir(), 'missing.tar.gz')),
-      (e) => e instanceof kern.SandboxError,
-    )
-  } finally {
-    await sbx.close()
-  }
+  const sbx = await openSandbox(t)
+  await assert.rejects(sbx.readFile('../escape'), (e) => e instanceof kern.SandboxError && e.name === 'SandboxError')
+  await assert.rejects(sbx.readFile('no-such-file'), (e) => e instanceof kern.SandboxError && e.name === 'SandboxError')
+  // sync method (native)
+  assert.throws(
+    () => sbx.restore(path.join(tmpDir(), 'missing.tar.gz')),
+    (e) => e instanceof kern.SandboxError,
+  )
 })
 
-test('native errors carry a stable code', async () => {
+test('native errors carry a stable code', async (t) => {
   assert.throws(
     () => new kern.Sandbox({ mounts: { '/etc': '/x' } }),
     (e) => e.code === 'ERR_MOUNT_REFUSED',
@@ -102,12 +95,8 @@ test('native errors carry a stable code', async () => {
     () => new kern.Sandbox({ profiles: ['--net'] }),
     (e) => e.code === 'ERR_SANDBOX',
   )
-  const sbx = await new kern.Sandbox().open()
-  try {
-    await assert.rejects(sbx.readFile('../x'), (e) => e.code === 'ERR_SANDBOX')
-  } finally {
-    await sbx.close()
-  }
+  const sbx = await openSandbox(t)
+  await assert.rejects(sbx.readFile('../x'), (e) => e.code === 'ERR_SANDBOX')
 })
 
 test('wrongly typed options are a SandboxError, not a raw napi error', () => {

@@ -5,7 +5,7 @@
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
-const { kern } = require('./helpers')
+const { kern, openKernel } = require('./helpers')
 const { richLine } = require('../lib/results.js')
 
 const { Sandbox, Result, ChartType, ScaleType } = kern
@@ -349,34 +349,30 @@ f2
   assert.equal(r.results[2].chart.elements[0].value, 2)
 })
 
-test('the warm kernel gives charts too, and onResult sees them', async () => {
-  const k = await sbx.kernel()
-  try {
-    const seen = []
-    const r = await k.runCode(PLT + 'plt.plot([1, 2, 3], [2, 4, 8]); plt.title("warm")', {
-      onResult: (x) => seen.push(x),
-    })
-    assert.equal(r.exitCode, 0, r.stderr)
-    const fig = r.results.find((x) => x.png)
-    assert.equal(fig.chart.type, 'line')
-    assert.equal(fig.chart.title, 'warm')
-    assert.deepEqual(fig.chart.elements[0].points, [
-      [1, 2],
-      [2, 4],
-      [3, 8],
-    ])
-    assert.ok(
-      seen.some((x) => x.chart && x.chart.title === 'warm'),
-      'onResult got the chart',
-    )
-    // The extractor is compiled once per kernel; a second figure is read the same way.
-    const again = await k.runCode('fig, ax = plt.subplots(); ax.pie([1, 3]); fig')
-    assert.equal(again.results.length, 1, 'the trailing figure is not captured twice')
-    assert.equal(again.results[0].chart.type, 'pie')
-    assert.equal(again.results[0].isMainResult, true)
-  } finally {
-    await k.close()
-  }
+test('the warm kernel gives charts too, and onResult sees them', async (t) => {
+  const k = await openKernel(t, sbx)
+  const seen = []
+  const r = await k.runCode(PLT + 'plt.plot([1, 2, 3], [2, 4, 8]); plt.title("warm")', {
+    onResult: (x) => seen.push(x),
+  })
+  assert.equal(r.exitCode, 0, r.stderr)
+  const fig = r.results.find((x) => x.png)
+  assert.equal(fig.chart.type, 'line')
+  assert.equal(fig.chart.title, 'warm')
+  assert.deepEqual(fig.chart.elements[0].points, [
+    [1, 2],
+    [2, 4],
+    [3, 8],
+  ])
+  assert.ok(
+    seen.some((x) => x.chart && x.chart.title === 'warm'),
+    'onResult got the chart',
+  )
+  // The extractor is compiled once per kernel; a second figure is read the same way.
+  const again = await k.runCode('fig, ax = plt.subplots(); ax.pie([1, 3]); fig')
+  assert.equal(again.results.length, 1, 'the trailing figure is not captured twice')
+  assert.equal(again.results[0].chart.type, 'pie')
+  assert.equal(again.results[0].isMainResult, true)
 })
 
 test('one-shot kern.runCode gives the chart to onResult', async () => {

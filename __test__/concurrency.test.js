@@ -7,81 +7,67 @@ const test = require('node:test')
 const assert = require('node:assert/strict')
 const fs = require('node:fs')
 const path = require('node:path')
-const { kern, sleep } = require('./helpers')
+const { openSandbox, sleep } = require('./helpers')
 
-const { Sandbox } = kern
-
-test('64 parallel run() calls on one Sandbox all succeed, each with its own output', async () => {
-  const sbx = await new Sandbox({ env: { SHARED: 'yes' }, timeoutS: 120 }).open()
-  try {
-    const calls = Array.from({ length: 64 }, (_, i) =>
-      sbx.run(['sh', '-c', `echo "call ${i} $SHARED"; echo ${i} > out-${i}.txt`]),
-    )
-    const results = await Promise.all(calls)
-    const failed = results
-      .map((r, i) => ({
-        i,
-        exitCode: r.exitCode,
-        fault: r.fault,
-        stderr: r.stderr
-          .split('\n')
-          .filter((l) => !l.startsWith('kern:'))
-          .join('\n'),
-      }))
-      .filter((x) => x.exitCode !== 0 || x.fault)
-    assert.deepEqual(failed, [], `${failed.length} of 64 calls failed`)
-    results.forEach((r, i) => assert.equal(r.stdout, `call ${i} yes\n`))
-    const files = await sbx.listFiles()
-    assert.equal(files.filter((f) => f.path.startsWith('out-')).length, 64)
-  } finally {
-    await sbx.close()
-  }
+test('64 parallel run() calls on one Sandbox all succeed, each with its own output', async (t) => {
+  const sbx = await openSandbox(t, { env: { SHARED: 'yes' }, timeoutS: 120 })
+  const calls = Array.from({ length: 64 }, (_, i) =>
+    sbx.run(['sh', '-c', `echo "call ${i} $SHARED"; echo ${i} > out-${i}.txt`]),
+  )
+  const results = await Promise.all(calls)
+  const failed = results
+    .map((r, i) => ({
+      i,
+      exitCode: r.exitCode,
+      fault: r.fault,
+      stderr: r.stderr
+        .split('\n')
+        .filter((l) => !l.startsWith('kern:'))
+        .join('\n'),
+    }))
+    .filter((x) => x.exitCode !== 0 || x.fault)
+  assert.deepEqual(failed, [], `${failed.length} of 64 calls failed`)
+  results.forEach((r, i) => assert.equal(r.stdout, `call ${i} yes\n`))
+  const files = await sbx.listFiles()
+  assert.equal(files.filter((f) => f.path.startsWith('out-')).length, 64)
 })
 
-test('parallel runCode calls with different per-call timeouts keep their own results', async () => {
-  const sbx = await new Sandbox({ timeoutS: 30 }).open()
-  try {
-    const [slow, fast, timed] = await Promise.all([
-      sbx.runCode('import time\ntime.sleep(1)\nprint("slow")'),
-      sbx.runCode('print("fast")'),
-      sbx.runCode('while True: pass', { timeoutS: 1 }),
-    ])
-    assert.equal(slow.stdout, 'slow\n')
-    assert.equal(slow.fault, null)
-    assert.equal(fast.stdout, 'fast\n')
-    assert.equal(timed.fault && timed.fault.type, 'timeout')
-  } finally {
-    await sbx.close()
-  }
+test('parallel runCode calls with different per-call timeouts keep their own results', async (t) => {
+  const sbx = await openSandbox(t, { timeoutS: 30 })
+  const [slow, fast, timed] = await Promise.all([
+    sbx.runCode('import time\ntime.sleep(1)\nprint("slow")'),
+    sbx.runCode('print("fast")'),
+    sbx.runCode('while True: pass', { timeoutS: 1 }),
+  ])
+  assert.equal(slow.stdout, 'slow\n')
+  assert.equal(slow.fault, null)
+  assert.equal(fast.stdout, 'fast\n')
+  assert.equal(timed.fault && timed.fault.type, 'timeout')
 })
 
-test("parallel calls never report another call's internal large-code file", async () => {
+test("parallel calls never report another call's internal large-code file", async (t) => {
   // Call A (small code) runs 1.5 s; call B (large code, so its code travels as a workspace file)
   // starts while A runs and outlives it. A's files must not include B's internal code file.
-  const sbx = await new Sandbox({ timeoutS: 60 }).open()
-  try {
-    const a = sbx.runCode('import time\ntime.sleep(1.5)\nopen("mine-a.txt", "w").write("a")')
-    await sleep(300)
-    const b = sbx.runCode(
-      '#' + 'x'.repeat(130 * 1024) + '\nimport time\ntime.sleep(3)\nopen("mine-b.txt", "w").write("b")',
-    )
-    const [ra, rb] = await Promise.all([a, b])
-    assert.equal(ra.exitCode, 0, ra.stderr)
-    assert.equal(rb.exitCode, 0, rb.stderr)
-    assert.deepEqual(
-      ra.files.map((f) => f.path),
-      ['mine-a.txt'],
-      'call A reports only its own file',
-    )
-    assert.deepEqual(
-      rb.files.map((f) => f.path).filter((p) => p !== 'mine-a.txt'),
-      ['mine-b.txt'],
-    )
-    const left = (await sbx.listFiles()).map((f) => f.path).sort()
-    assert.deepEqual(left, ['mine-a.txt', 'mine-b.txt'], 'internal code files removed')
-  } finally {
-    await sbx.close()
-  }
+  const sbx = await openSandbox(t, { timeoutS: 60 })
+  const a = sbx.runCode('import time\ntime.sleep(1.5)\nopen("mine-a.txt", "w").write("a")')
+  await sleep(300)
+  const b = sbx.runCode(
+    '#' + 'x'.repeat(130 * 1024) + '\nimport time\ntime.sleep(3)\nopen("mine-b.txt", "w").write("b")',
+  )
+  const [ra, rb] = await Promise.all([a, b])
+  assert.equal(ra.exitCode, 0, ra.stderr)
+  assert.equal(rb.exitCode, 0, rb.stderr)
+  assert.deepEqual(
+    ra.files.map((f) => f.path),
+    ['mine-a.txt'],
+    'call A reports only its own file',
+  )
+  assert.deepEqual(
+    rb.files.map((f) => f.path).filter((p) => p !== 'mine-a.txt'),
+    ['mine-b.txt'],
+  )
+  const left = (await sbx.listFiles()).map((f) => f.path).sort()
+  assert.deepEqual(left, ['mine-a.txt', 'mine-b.txt'], 'internal code files removed')
 })
 
 /** Runs `fn` while sampling event-loop lag; resolves with [fn's value, max lag in ms]. */
@@ -101,43 +87,35 @@ async function withLag(fn, every = 5) {
   }
 }
 
-test('the event loop stays responsive during calls on a 10,000-file workspace', async () => {
-  const sbx = await new Sandbox({ timeoutS: 60 }).open()
-  try {
-    // 10,000 files, made host-side (fast) before measuring
-    for (let d = 0; d < 100; d++) {
-      const dir = path.join(sbx.workspacePath, `d${String(d).padStart(3, '0')}`)
-      fs.mkdirSync(dir)
-      for (let f = 0; f < 100; f++) fs.writeFileSync(path.join(dir, `f${String(f).padStart(3, '0')}.txt`), 'x')
-    }
-    let worst = 0
-    for (let i = 0; i < 3; i++) {
-      const [r, lag] = await withLag(() => sbx.runCode('open("d000/f000.txt", "w").write("changed")'))
-      assert.equal(r.exitCode, 0)
-      assert.deepEqual(
-        r.files.map((f) => [f.path, f.change]),
-        [['d000/f000.txt', 'modified']],
-      )
-      worst = Math.max(worst, lag)
-    }
-    const [listed, listLag] = await withLag(() => sbx.listFiles())
-    assert.equal(listed.length, 10_000)
-    worst = Math.max(worst, listLag)
-    assert.ok(worst < 100, `event loop blocked for ${worst.toFixed(1)} ms`)
-  } finally {
-    await sbx.close()
+test('the event loop stays responsive during calls on a 10,000-file workspace', async (t) => {
+  const sbx = await openSandbox(t, { timeoutS: 60 })
+  // 10,000 files, made host-side (fast) before measuring
+  for (let d = 0; d < 100; d++) {
+    const dir = path.join(sbx.workspacePath, `d${String(d).padStart(3, '0')}`)
+    fs.mkdirSync(dir)
+    for (let f = 0; f < 100; f++) fs.writeFileSync(path.join(dir, `f${String(f).padStart(3, '0')}.txt`), 'x')
   }
+  let worst = 0
+  for (let i = 0; i < 3; i++) {
+    const [r, lag] = await withLag(() => sbx.runCode('open("d000/f000.txt", "w").write("changed")'))
+    assert.equal(r.exitCode, 0)
+    assert.deepEqual(
+      r.files.map((f) => [f.path, f.change]),
+      [['d000/f000.txt', 'modified']],
+    )
+    worst = Math.max(worst, lag)
+  }
+  const [listed, listLag] = await withLag(() => sbx.listFiles())
+  assert.equal(listed.length, 10_000)
+  worst = Math.max(worst, listLag)
+  assert.ok(worst < 100, `event loop blocked for ${worst.toFixed(1)} ms`)
 })
 
-test('the event loop stays responsive through a timeout teardown', async () => {
-  const sbx = await new Sandbox({ timeoutS: 1 }).open()
-  try {
-    const [r, lag] = await withLag(() =>
-      sbx.runCode('import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nwhile True: time.sleep(0.1)'),
-    )
-    assert.equal(r.fault && r.fault.type, 'timeout')
-    assert.ok(lag < 100, `event loop blocked for ${lag.toFixed(1)} ms during the teardown`)
-  } finally {
-    await sbx.close()
-  }
+test('the event loop stays responsive through a timeout teardown', async (t) => {
+  const sbx = await openSandbox(t, { timeoutS: 1 })
+  const [r, lag] = await withLag(() =>
+    sbx.runCode('import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nwhile True: time.sleep(0.1)'),
+  )
+  assert.equal(r.fault && r.fault.type, 'timeout')
+  assert.ok(lag < 100, `event loop blocked for ${lag.toFixed(1)} ms during the teardown`)
 })

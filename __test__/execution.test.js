@@ -7,12 +7,12 @@ const fs = require('node:fs')
 const path = require('node:path')
 const {
   kern,
+  openSandbox,
   realKern,
   tmpDir,
   rand,
   sessionDirs,
   fakeKern,
-  sandboxWith,
   wrapKern,
   procsMatching,
   waitFor,
@@ -184,33 +184,25 @@ test('network:true shares the host network with run boxes', async () => {
   assert.deepEqual(interfaces(r.stdout), host)
 })
 
-test('env values never show in any process command line while the box runs', async () => {
+test('env values never show in any process command line while the box runs', async (t) => {
   const secret = `kst-secret-${rand()}`
   const marker = `kst-envps-${rand()}`
-  const s = await new Sandbox({ env: { API_TOKEN: secret } }).open()
-  try {
-    const call = s.runCode(`# ${marker}\nimport os, time\nassert os.environ["API_TOKEN"]\ntime.sleep(2)\nprint("seen")`)
-    assert.ok(await waitFor(() => procsMatching(marker).length > 0, 15_000), 'the box started')
-    assert.deepEqual(procsMatching(secret), [], 'the secret is visible in a command line')
-    const r = await call
-    assert.equal(r.stdout, 'seen\n', r.stderr)
-  } finally {
-    await s.close()
-  }
+  const s = await openSandbox(t, { env: { API_TOKEN: secret } })
+  const call = s.runCode(`# ${marker}\nimport os, time\nassert os.environ["API_TOKEN"]\ntime.sleep(2)\nprint("seen")`)
+  assert.ok(await waitFor(() => procsMatching(marker).length > 0, 15_000), 'the box started')
+  assert.deepEqual(procsMatching(secret), [], 'the secret is visible in a command line')
+  const r = await call
+  assert.equal(r.stdout, 'seen\n', r.stderr)
 })
 
-test('setup runs once at open() in a network-on box; its files are visible', async () => {
+test('setup runs once at open() in a network-on box; its files are visible', async (t) => {
   const host = interfaces(fs.readFileSync('/proc/net/dev', 'utf8'))
-  const s = await new Sandbox({ setup: 'echo hi > /workspace/marker; cat /proc/net/dev > /workspace/setup-net' }).open()
-  try {
-    assert.equal((await s.readFile('marker')).toString(), 'hi\n')
-    const setupNet = interfaces((await s.readFile('setup-net')).toString())
-    if (host.length > 1) assert.deepEqual(setupNet, host, 'setup box shares the host network')
-    const r = await s.runCode('print(open("/proc/net/dev").read())')
-    assert.deepEqual(interfaces(r.stdout), ['lo'], 'run boxes stay network-off')
-  } finally {
-    await s.close()
-  }
+  const s = await openSandbox(t, { setup: 'echo hi > /workspace/marker; cat /proc/net/dev > /workspace/setup-net' })
+  assert.equal((await s.readFile('marker')).toString(), 'hi\n')
+  const setupNet = interfaces((await s.readFile('setup-net')).toString())
+  if (host.length > 1) assert.deepEqual(setupNet, host, 'setup box shares the host network')
+  const r = await s.runCode('print(open("/proc/net/dev").read())')
+  assert.deepEqual(interfaces(r.stdout), ['lo'], 'run boxes stay network-off')
 })
 
 test('a failing setup throws SandboxError and leaves no temp dir behind', async () => {
@@ -315,61 +307,41 @@ test('mounts: a ro mount is readable but not writable, a rw mount writes through
   assert.ok(fs.existsSync(path.join(rw, 'result.txt')), 'close() never touches mounts')
 })
 
-test('depsReadonly: setup deps are importable but read-only in run boxes', async () => {
+test('depsReadonly: setup deps are importable but read-only in run boxes', async (t) => {
   const setup = 'mkdir -p /workspace/.deps/kstmod && echo "VALUE = 42" > /workspace/.deps/kstmod/__init__.py'
   const code =
     'import kstmod\nprint(kstmod.VALUE)\ntry:\n    open("/workspace/.deps/kstmod/__init__.py", "w").write("VALUE = 666")\n    print("poisoned")\nexcept OSError:\n    print("refused")'
-  const ro = await new Sandbox({ setup, depsReadonly: true }).open()
-  try {
-    const r = await ro.runCode(code)
-    assert.equal(r.stdout, '42\nrefused\n', r.stderr)
-  } finally {
-    await ro.close()
-  }
-  const rw = await new Sandbox({ setup }).open()
-  try {
-    const r = await rw.runCode(code)
-    assert.equal(r.stdout, '42\npoisoned\n', r.stderr)
-  } finally {
-    await rw.close()
-  }
+  const ro = await openSandbox(t, { setup, depsReadonly: true })
+  const fromRo = await ro.runCode(code)
+  assert.equal(fromRo.stdout, '42\nrefused\n', fromRo.stderr)
+  const rw = await openSandbox(t, { setup })
+  const fromRw = await rw.runCode(code)
+  assert.equal(fromRw.stdout, '42\npoisoned\n', fromRw.stderr)
 })
 
-test('an undefined resource profile is a startup_failed fault naming it', async () => {
+test('an undefined resource profile is a startup_failed fault naming it', async (t) => {
   // real kern without a kern.toml knows no profile; the stand-in is told which ones exist
   const bin = realKern ? process.env.KERN_BIN : wrapKern({ KERN_STANDIN_PROFILES: 'vcpu:someother' })
-  const s = await sandboxWith(bin, { profiles: ['vcpu:kstnosuchprofile'] }).open()
-  try {
-    const r = await s.runCode('print(1)')
-    assert.equal(r.fault && r.fault.type, 'startup_failed', JSON.stringify(r))
-    assert.match(r.fault.message, /kstnosuchprofile/)
-    assert.equal(r.stdout, '')
-  } finally {
-    await s.close()
-  }
+  const s = await openSandbox(t, { profiles: ['vcpu:kstnosuchprofile'] }, { bin })
+  const r = await s.runCode('print(1)')
+  assert.equal(r.fault && r.fault.type, 'startup_failed', JSON.stringify(r))
+  assert.match(r.fault.message, /kstnosuchprofile/)
+  assert.equal(r.stdout, '')
 })
 
-test('kern vanishing after construction fails the call with SandboxError', async () => {
+test('kern vanishing after construction fails the call with SandboxError', async (t) => {
   const fake = fakeKern()
-  const s = await sandboxWith(fake.bin).open()
-  try {
-    fs.rmSync(fake.bin)
-    await assert.rejects(s.run(['true']), SandboxError)
-  } finally {
-    await s.close()
-  }
+  const s = await openSandbox(t, {}, { bin: fake.bin })
+  fs.rmSync(fake.bin)
+  await assert.rejects(s.run(['true']), SandboxError)
 })
 
-test('a kern that cannot be executed fails the call with SandboxError', async () => {
+test('a kern that cannot be executed fails the call with SandboxError', async (t) => {
   const d = tmpDir()
   const bad = path.join(d, 'kern')
   fs.writeFileSync(bad, '#!/nonexistent/interpreter\n', { mode: 0o755 })
-  const s = await sandboxWith(bad).open()
-  try {
-    await assert.rejects(s.run(['true']), SandboxError)
-  } finally {
-    await s.close()
-  }
+  const s = await openSandbox(t, {}, { bin: bad })
+  await assert.rejects(s.run(['true']), SandboxError)
 })
 
 test('a command missing in the box is a failed result (exit 127), not a thrown error', async () => {
@@ -386,16 +358,12 @@ test('durationMs reflects the call', async () => {
   assert.ok(r.durationMs < 30_000)
 })
 
-test('a user workspace path with spaces and non-ASCII characters works', async () => {
+test('a user workspace path with spaces and non-ASCII characters works', async (t) => {
   const ws = path.join(tmpDir('kst-odd-'), 'my work space ü')
-  const s = await new Sandbox({ workspace: ws }).open()
-  try {
-    const r = await s.runCode('open("made here.txt", "w").write("ok")\nprint(__import__("os").getcwd())')
-    assert.equal(r.stdout, '/workspace\n', r.stderr)
-    assert.equal(fs.readFileSync(path.join(ws, 'made here.txt'), 'utf8'), 'ok')
-  } finally {
-    await s.close()
-  }
+  const s = await openSandbox(t, { workspace: ws })
+  const r = await s.runCode('open("made here.txt", "w").write("ok")\nprint(__import__("os").getcwd())')
+  assert.equal(r.stdout, '/workspace\n', r.stderr)
+  assert.equal(fs.readFileSync(path.join(ws, 'made here.txt'), 'utf8'), 'ok')
 })
 
 test('a workspace or mount path containing ":" is refused (it would change kern\'s -v split)', async () => {

@@ -6,9 +6,17 @@ const test = require('node:test')
 const assert = require('node:assert/strict')
 const fs = require('node:fs')
 const cp = require('node:child_process')
-const { kern, realKern, rand, wrapKern, fakeKern, sandboxWith, procsMatching, waitFor } = require('./helpers')
-
-const { Sandbox } = kern
+const {
+  kern,
+  openSandbox,
+  realKern,
+  rand,
+  wrapKern,
+  fakeKern,
+  sandboxWith,
+  procsMatching,
+  waitFor,
+} = require('./helpers')
 
 const UNKNOWN_IMAGE = 'kern-sandbox-test/no-such-image:0'
 // With the stand-in, act like this host's real kern: it warns that caps are not enforced.
@@ -44,32 +52,28 @@ async function noneLeft(marker, ms = 1500) {
   return left ? [] : procsMatching(marker)
 }
 
-test('timeout: a busy loop past timeoutS is a timeout fault, within 2 s of the deadline, nothing left', async () => {
+test('timeout: a busy loop past timeoutS is a timeout fault, within 2 s of the deadline, nothing left', async (t) => {
   const marker = `kst-spin-${rand()}`
-  const sbx = await new Sandbox({ timeoutS: 1 }).open()
-  try {
-    const t0 = Date.now()
-    const call = sbx.runCode(`# ${marker}\nwhile True: pass`)
-    const name = await boxNameOf(marker)
-    assert.ok(name, 'found the running box in the process table')
-    const r = await call
-    const wall = Date.now() - t0
-    assert.equal(r.fault && r.fault.type, 'timeout', JSON.stringify(r.fault))
-    assert.match(r.fault.message, /1\s?s/)
-    assert.equal(r.success, false)
-    assert.ok(wall >= 950, `resolved before the deadline (${wall} ms)`)
-    assert.ok(
-      wall < 1000 + 2000 + 1000,
-      `resolved ${wall} ms after the call started (deadline 1 s, +2 s budget, +1 s slack)`,
-    )
-    assert.deepEqual(await noneLeft(marker), [], 'no process of the box is left')
-    assert.ok(!kernPsNames().includes(name), `kern ps still lists ${name}`)
-  } finally {
-    await sbx.close()
-  }
+  const sbx = await openSandbox(t, { timeoutS: 1 })
+  const t0 = Date.now()
+  const call = sbx.runCode(`# ${marker}\nwhile True: pass`)
+  const name = await boxNameOf(marker)
+  assert.ok(name, 'found the running box in the process table')
+  const r = await call
+  const wall = Date.now() - t0
+  assert.equal(r.fault && r.fault.type, 'timeout', JSON.stringify(r.fault))
+  assert.match(r.fault.message, /1\s?s/)
+  assert.equal(r.success, false)
+  assert.ok(wall >= 950, `resolved before the deadline (${wall} ms)`)
+  assert.ok(
+    wall < 1000 + 2000 + 1000,
+    `resolved ${wall} ms after the call started (deadline 1 s, +2 s budget, +1 s slack)`,
+  )
+  assert.deepEqual(await noneLeft(marker), [], 'no process of the box is left')
+  assert.ok(!kernPsNames().includes(name), `kern ps still lists ${name}`)
 })
 
-test('timeout: a SIGTERM-ignoring workload that forks (and setsid()s) children leaves no survivor', async () => {
+test('timeout: a SIGTERM-ignoring workload that forks (and setsid()s) children leaves no survivor', async (t) => {
   const marker = `kst-stubborn-${rand()}`
   const code = `# ${marker}
 import os, signal, time
@@ -85,19 +89,15 @@ print("forked", flush=True)
 while True:
     time.sleep(0.05)
 `
-  const sbx = await new Sandbox({ timeoutS: 1.5 }).open()
-  try {
-    const t0 = Date.now()
-    const r = await sbx.runCode(code)
-    const wall = Date.now() - t0
-    assert.equal(r.fault && r.fault.type, 'timeout', JSON.stringify(r.fault))
-    assert.equal(r.stdout, 'forked\n')
-    assert.doesNotMatch(r.fault.message, /surviv/i, 'the binding reports no survivors')
-    assert.ok(wall < 1500 + 2000 + 1000, `resolved in ${wall} ms`)
-    assert.deepEqual(await noneLeft(marker), [], 'nothing of the box survived')
-  } finally {
-    await sbx.close()
-  }
+  const sbx = await openSandbox(t, { timeoutS: 1.5 })
+  const t0 = Date.now()
+  const r = await sbx.runCode(code)
+  const wall = Date.now() - t0
+  assert.equal(r.fault && r.fault.type, 'timeout', JSON.stringify(r.fault))
+  assert.equal(r.stdout, 'forked\n')
+  assert.doesNotMatch(r.fault.message, /surviv/i, 'the binding reports no survivors')
+  assert.ok(wall < 1500 + 2000 + 1000, `resolved in ${wall} ms`)
+  assert.deepEqual(await noneLeft(marker), [], 'nothing of the box survived')
 })
 
 test('timeout: output printed before the deadline is kept', async () => {
@@ -148,16 +148,12 @@ test('killed: a workload SIGKILLed (exit 137) is a killed fault', async () => {
   assert.equal(r.success, false)
 })
 
-test('killed, not oom: a SIGKILL while kern reports the memory cap as not enforced says so', async () => {
-  const warned = await sandboxWith(wrapKern(WARN), { memoryMb: 256 }).open()
-  try {
-    const r = await warned.run(['sh', '-c', 'python3 -c "import os; os.kill(os.getpid(), 9)"; exit $?'])
-    assert.equal(r.exitCode, 137, r.stderr)
-    assert.equal(r.fault.type, 'killed', JSON.stringify(r.fault))
-    assert.match(r.fault.message, /not enforced/)
-  } finally {
-    await warned.close()
-  }
+test('killed, not oom: a SIGKILL while kern reports the memory cap as not enforced says so', async (t) => {
+  const warned = await openSandbox(t, { memoryMb: 256 }, { bin: wrapKern(WARN) })
+  const r = await warned.run(['sh', '-c', 'python3 -c "import os; os.kill(os.getpid(), 9)"; exit $?'])
+  assert.equal(r.exitCode, 137, r.stderr)
+  assert.equal(r.fault.type, 'killed', JSON.stringify(r.fault))
+  assert.match(r.fault.message, /not enforced/)
 })
 
 test('a SIGSEGV of the user code (139) is a result, not a fault', async () => {
@@ -166,56 +162,43 @@ test('a SIGSEGV of the user code (139) is a result, not a fault', async () => {
   assert.equal(r.fault, null)
 })
 
-test("startup_failed: an unknown image; the message starts at kern's error line, without warnings", async () => {
-  const sbx = await sandboxWith(wrapKern(WARN), { image: UNKNOWN_IMAGE, timeoutS: 20 }).open()
-  try {
-    const r = await sbx.runCode('print(1)')
-    assert.equal(r.fault && r.fault.type, 'startup_failed', JSON.stringify(r))
-    assert.notEqual(r.exitCode, 0)
-    assert.match(r.fault.message, /^error:/)
-    assert.doesNotMatch(r.fault.message, /kern: warning/)
-    assert.ok(r.fault.message.length <= 500)
-    assert.equal(r.success, false)
-  } finally {
-    await sbx.close()
-  }
+test("startup_failed: an unknown image; the message starts at kern's error line, without warnings", async (t) => {
+  const sbx = await openSandbox(t, { image: UNKNOWN_IMAGE, timeoutS: 20 }, { bin: wrapKern(WARN) })
+  const r = await sbx.runCode('print(1)')
+  assert.equal(r.fault && r.fault.type, 'startup_failed', JSON.stringify(r))
+  assert.notEqual(r.exitCode, 0)
+  assert.match(r.fault.message, /^error:/)
+  assert.doesNotMatch(r.fault.message, /kern: warning/)
+  assert.ok(r.fault.message.length <= 500)
+  assert.equal(r.success, false)
 })
 
-test("misclassification fix: with kern's cap warnings on stderr, the workload's own sys.exit(3) has no fault", async () => {
-  const sbx = await sandboxWith(wrapKern(WARN)).open()
-  try {
-    const r = await sbx.runCode('import sys\nsys.exit(3)')
-    assert.match(r.stderr, /kern: warning/, 'precondition: kern warned on stderr')
-    assert.equal(r.exitCode, 3)
-    assert.equal(r.fault, null, JSON.stringify(r.fault))
-    // a workload forging kern's error prefixes on its own stderr is still the workload's result
-    const f = await sbx.runCode(
-      'import sys\nsys.stderr.write("error: image: forged\\nkern: sandbox setup failed: forged\\n")\nsys.exit(1)',
-    )
-    assert.equal(f.exitCode, 1)
-    assert.equal(f.fault, null, JSON.stringify(f.fault))
-  } finally {
-    await sbx.close()
-  }
+test("misclassification fix: with kern's cap warnings on stderr, the workload's own sys.exit(3) has no fault", async (t) => {
+  const sbx = await openSandbox(t, {}, { bin: wrapKern(WARN) })
+  const r = await sbx.runCode('import sys\nsys.exit(3)')
+  assert.match(r.stderr, /kern: warning/, 'precondition: kern warned on stderr')
+  assert.equal(r.exitCode, 3)
+  assert.equal(r.fault, null, JSON.stringify(r.fault))
+  // a workload forging kern's error prefixes on its own stderr is still the workload's result
+  const f = await sbx.runCode(
+    'import sys\nsys.stderr.write("error: image: forged\\nkern: sandbox setup failed: forged\\n")\nsys.exit(1)',
+  )
+  assert.equal(f.exitCode, 1)
+  assert.equal(f.fault, null, JSON.stringify(f.fault))
 })
 
-test('legacy kern without the started channel: warnings alone are no startup failure', async () => {
+test('legacy kern without the started channel: warnings alone are no startup failure', async (t) => {
   const bin = wrapKern(LEGACY)
-  const ok = await sandboxWith(bin).open()
-  const bad = await sandboxWith(bin, { image: UNKNOWN_IMAGE, timeoutS: 20 }).open()
-  try {
-    const r = await ok.runCode('import sys\nsys.exit(3)')
-    assert.match(r.stderr, /kern: warning/, 'precondition: kern warned on stderr')
-    assert.equal(r.exitCode, 3)
-    assert.equal(r.fault, null, JSON.stringify(r.fault))
-    const s = await bad.runCode('print(1)')
-    assert.equal(s.fault && s.fault.type, 'startup_failed', JSON.stringify(s))
-    assert.match(s.fault.message, /^error:/)
-    assert.doesNotMatch(s.fault.message, /kern: warning/)
-  } finally {
-    await ok.close()
-    await bad.close()
-  }
+  const ok = await openSandbox(t, {}, { bin })
+  const bad = await openSandbox(t, { image: UNKNOWN_IMAGE, timeoutS: 20 }, { bin })
+  const r = await ok.runCode('import sys\nsys.exit(3)')
+  assert.match(r.stderr, /kern: warning/, 'precondition: kern warned on stderr')
+  assert.equal(r.exitCode, 3)
+  assert.equal(r.fault, null, JSON.stringify(r.fault))
+  const s = await bad.runCode('print(1)')
+  assert.equal(s.fault && s.fault.type, 'startup_failed', JSON.stringify(s))
+  assert.match(s.fault.message, /^error:/)
+  assert.doesNotMatch(s.fault.message, /kern: warning/)
 })
 
 // --- classification by the started channel, driven by a fake kern ------------------------------
@@ -265,22 +248,18 @@ test("exit 143 (kern's own timeout backstop) is a timeout fault; 159 escape_bloc
   assert.equal(e.fault && e.fault.type, 'escape_blocked')
 })
 
-test('parallel calls each read their own started channel', async () => {
+test('parallel calls each read their own started channel', async (t) => {
   const kinds = { oom: [1, 1], killed: [1, 2], unknown: null }
   const sbxs = {}
   for (const [k, started] of Object.entries(kinds))
-    sbxs[k] = await sandboxWith(fakeKern({ exitCode: 137, started, sleepMs: 50 }).bin).open()
-  try {
-    const jobs = []
-    for (let i = 0; i < 8; i++)
-      for (const k of Object.keys(kinds)) jobs.push(sbxs[k].run(['true']).then((r) => [k, r.fault && r.fault.type]))
-    const got = await Promise.all(jobs)
-    const want = { oom: 'oom', killed: 'killed', unknown: 'killed' }
-    const wrong = got.filter(([k, t]) => want[k] !== t)
-    assert.deepEqual(wrong, [])
-  } finally {
-    for (const s of Object.values(sbxs)) await s.close()
-  }
+    sbxs[k] = await openSandbox(t, {}, { bin: fakeKern({ exitCode: 137, started, sleepMs: 50 }).bin })
+  const jobs = []
+  for (let i = 0; i < 8; i++)
+    for (const k of Object.keys(kinds)) jobs.push(sbxs[k].run(['true']).then((r) => [k, r.fault && r.fault.type]))
+  const got = await Promise.all(jobs)
+  const want = { oom: 'oom', killed: 'killed', unknown: 'killed' }
+  const wrong = got.filter(([k, type]) => want[k] !== type)
+  assert.deepEqual(wrong, [])
 })
 
 function zombieOrAlive(pid) {
@@ -292,23 +271,19 @@ function zombieOrAlive(pid) {
   }
 }
 
-test('timeout: a kern that ignores SIGTERM/SIGINT is still ended within 2 s of the deadline, and reaped', async () => {
+test('timeout: a kern that ignores SIGTERM/SIGINT is still ended within 2 s of the deadline, and reaped', async (t) => {
   const fake = fakeKern({ ignoreTerm: true, sleepMs: 60_000 })
-  const sbx = await sandboxWith(fake.bin, { timeoutS: 1 }).open()
-  try {
-    const t0 = Date.now()
-    const r = await sbx.run(['true'])
-    const wall = Date.now() - t0
-    assert.equal(r.fault && r.fault.type, 'timeout')
-    assert.ok(wall < 1000 + 2000 + 1000, `resolved after ${wall} ms`)
-    const [call] = fake.boxCalls()
-    assert.ok(
-      await waitFor(() => zombieOrAlive(call.pid) === null, 2000),
-      `fake kern ${call.pid} is ${zombieOrAlive(call.pid)} (not reaped)`,
-    )
-  } finally {
-    await sbx.close()
-  }
+  const sbx = await openSandbox(t, { timeoutS: 1 }, { bin: fake.bin })
+  const t0 = Date.now()
+  const r = await sbx.run(['true'])
+  const wall = Date.now() - t0
+  assert.equal(r.fault && r.fault.type, 'timeout')
+  assert.ok(wall < 1000 + 2000 + 1000, `resolved after ${wall} ms`)
+  const [call] = fake.boxCalls()
+  assert.ok(
+    await waitFor(() => zombieOrAlive(call.pid) === null, 2000),
+    `fake kern ${call.pid} is ${zombieOrAlive(call.pid)} (not reaped)`,
+  )
 })
 
 test("a stray process holding kern's pipes open does not hang the call", async () => {

@@ -6,7 +6,7 @@ const test = require('node:test')
 const assert = require('node:assert/strict')
 const fs = require('node:fs')
 const path = require('node:path')
-const { kern, tmpDir, runNode, lastJson, within } = require('./helpers')
+const { kern, openSandbox, tmpDir, runNode, lastJson, within } = require('./helpers')
 
 const { Sandbox, SandboxError } = kern
 
@@ -105,124 +105,100 @@ test('reading a directory is a SandboxError', async () => {
   await assert.rejects(sbx.writeFile('a', 'x'), SandboxError)
 })
 
-test('listFiles: regular files only, .deps and symlinks excluded, subdir works', async () => {
-  const s = await new Sandbox().open()
-  try {
-    await s.writeFile('one.txt', '1')
-    await s.writeFile('dir/two.txt', '22')
-    await s.writeFile('.deps/pkg/mod.py', 'x = 1')
-    await s.run(['sh', '-c', 'ln -s one.txt link.txt && ln -s /etc etclink && mkfifo fifo && ln -s /etc dir/esc'])
-    const all = await s.listFiles()
-    assert.deepEqual(all.map((f) => [f.path, f.size]).sort(), [
-      ['dir/two.txt', 2],
-      ['one.txt', 1],
-    ])
-    for (const f of all) assert.equal(typeof f.change, 'string')
-    const sub = await s.listFiles('dir')
-    assert.deepEqual(
-      sub.map((f) => f.path),
-      ['dir/two.txt'],
+test('listFiles: regular files only, .deps and symlinks excluded, subdir works', async (t) => {
+  const s = await openSandbox(t)
+  await s.writeFile('one.txt', '1')
+  await s.writeFile('dir/two.txt', '22')
+  await s.writeFile('.deps/pkg/mod.py', 'x = 1')
+  await s.run(['sh', '-c', 'ln -s one.txt link.txt && ln -s /etc etclink && mkfifo fifo && ln -s /etc dir/esc'])
+  const all = await s.listFiles()
+  assert.deepEqual(all.map((f) => [f.path, f.size]).sort(), [
+    ['dir/two.txt', 2],
+    ['one.txt', 1],
+  ])
+  for (const f of all) assert.equal(typeof f.change, 'string')
+  const sub = await s.listFiles('dir')
+  assert.deepEqual(
+    sub.map((f) => f.path),
+    ['dir/two.txt'],
+  )
+  await assert.rejects(s.listFiles('../'), SandboxError)
+  // a symlinked subdir is refused as readFile/writeFile refuse one, naming the path
+  for (const p of ['etclink', 'dir/esc', 'dir/esc/ssl']) {
+    await assert.rejects(
+      s.listFiles(p),
+      (e) => e instanceof SandboxError && e.message.includes(JSON.stringify(p)) && /symlink/.test(e.message),
+      p,
     )
-    await assert.rejects(s.listFiles('../'), SandboxError)
-    // a symlinked subdir is refused as readFile/writeFile refuse one, naming the path
-    for (const p of ['etclink', 'dir/esc', 'dir/esc/ssl']) {
-      await assert.rejects(
-        s.listFiles(p),
-        (e) => e instanceof SandboxError && e.message.includes(JSON.stringify(p)) && /symlink/.test(e.message),
-        p,
-      )
-    }
-  } finally {
-    await s.close()
   }
 })
 
-test('listFiles of a subdir that does not exist (yet) is [] as in 0.1.1', async () => {
+test('listFiles of a subdir that does not exist (yet) is [] as in 0.1.1', async (t) => {
   // 0.1.1 walks the subdir and skips what it cannot read: agent code that lists an output dir
   // before the code created it gets [] rather than an exception.
-  const s = await new Sandbox().open()
-  try {
-    await s.writeFile('file.txt', 'x')
-    assert.deepEqual(await s.listFiles('out'), [])
-    assert.deepEqual(await s.listFiles('no/such/dir'), [])
-    await s.runCode('import os\nos.makedirs("out")\nopen("out/r.txt", "w").write("r")')
-    assert.deepEqual(
-      (await s.listFiles('out')).map((f) => f.path),
-      ['out/r.txt'],
-    )
-  } finally {
-    await s.close()
-  }
+  const s = await openSandbox(t)
+  await s.writeFile('file.txt', 'x')
+  assert.deepEqual(await s.listFiles('out'), [])
+  assert.deepEqual(await s.listFiles('no/such/dir'), [])
+  await s.runCode('import os\nos.makedirs("out")\nopen("out/r.txt", "w").write("r")')
+  assert.deepEqual(
+    (await s.listFiles('out')).map((f) => f.path),
+    ['out/r.txt'],
+  )
 })
 
-test('result.files reports created and modified files (not .deps, not untouched)', async () => {
-  const s = await new Sandbox().open()
-  try {
-    await s.writeFile('keep.txt', 'same')
-    await s.writeFile('change.txt', 'old')
-    const r = await s.runCode(
-      'import os\nopen("change.txt", "w").write("new content")\nos.makedirs("sub", exist_ok=True)\nopen("sub/new.txt", "w").write("abc")\nos.makedirs(".deps/x", exist_ok=True)\nopen(".deps/x/m.py", "w").write("1")',
-    )
-    assert.equal(r.exitCode, 0, r.stderr)
-    const files = [...r.files].sort((a, b) => a.path.localeCompare(b.path))
-    assert.deepEqual(files, [
-      { path: 'change.txt', size: 11, change: 'modified' },
-      { path: 'sub/new.txt', size: 3, change: 'created' },
-    ])
-    const none = await s.runCode('print("no writes")')
-    assert.deepEqual(none.files, [])
-  } finally {
-    await s.close()
-  }
+test('result.files reports created and modified files (not .deps, not untouched)', async (t) => {
+  const s = await openSandbox(t)
+  await s.writeFile('keep.txt', 'same')
+  await s.writeFile('change.txt', 'old')
+  const r = await s.runCode(
+    'import os\nopen("change.txt", "w").write("new content")\nos.makedirs("sub", exist_ok=True)\nopen("sub/new.txt", "w").write("abc")\nos.makedirs(".deps/x", exist_ok=True)\nopen(".deps/x/m.py", "w").write("1")',
+  )
+  assert.equal(r.exitCode, 0, r.stderr)
+  const files = [...r.files].sort((a, b) => a.path.localeCompare(b.path))
+  assert.deepEqual(files, [
+    { path: 'change.txt', size: 11, change: 'modified' },
+    { path: 'sub/new.txt', size: 3, change: 'created' },
+  ])
+  const none = await s.runCode('print("no writes")')
+  assert.deepEqual(none.files, [])
 })
 
-test('result.files across calls: host writes between calls, moved trees, deletes, same-size rewrites', async () => {
-  const s = await new Sandbox().open()
+test('result.files across calls: host writes between calls, moved trees, deletes, same-size rewrites', async (t) => {
+  const s = await openSandbox(t)
   const sorted = (r) => [...r.files].map((f) => `${f.change}:${f.path}`).sort()
-  try {
-    await s.writeFile('d/a.txt', 'a')
-    let r = await s.run(['sh', '-c', 'mkdir -p d/e && echo x > d/e/b.txt'])
-    assert.deepEqual(sorted(r), ['created:d/e/b.txt'])
-    await s.writeFile('host.txt', 'written by the host between calls')
-    r = await s.run(['sh', '-c', 'mv d m && echo y > m/e/b.txt && rm m/a.txt && mkdir d && echo z > d/n.txt'])
-    assert.deepEqual(sorted(r), ['created:d/n.txt', 'created:m/e/b.txt'])
-    // The moved tree is still tracked under its new name; a same-size rewrite is a modification.
-    r = await s.run(['sh', '-c', 'sleep 0.01; echo q > m/e/b.txt; touch host.txt'])
-    assert.deepEqual(sorted(r), ['modified:host.txt', 'modified:m/e/b.txt'])
-    r = await s.run(['true'])
-    assert.deepEqual(r.files, [])
-  } finally {
-    await s.close()
-  }
+  await s.writeFile('d/a.txt', 'a')
+  let r = await s.run(['sh', '-c', 'mkdir -p d/e && echo x > d/e/b.txt'])
+  assert.deepEqual(sorted(r), ['created:d/e/b.txt'])
+  await s.writeFile('host.txt', 'written by the host between calls')
+  r = await s.run(['sh', '-c', 'mv d m && echo y > m/e/b.txt && rm m/a.txt && mkdir d && echo z > d/n.txt'])
+  assert.deepEqual(sorted(r), ['created:d/n.txt', 'created:m/e/b.txt'])
+  // The moved tree is still tracked under its new name; a same-size rewrite is a modification.
+  r = await s.run(['sh', '-c', 'sleep 0.01; echo q > m/e/b.txt; touch host.txt'])
+  assert.deepEqual(sorted(r), ['modified:host.txt', 'modified:m/e/b.txt'])
+  r = await s.run(['true'])
+  assert.deepEqual(r.files, [])
 })
 
-test('result.files of overlapping calls: each sees what changed while it ran', async () => {
-  const s = await new Sandbox().open()
-  try {
-    const slow = s.run(['sh', '-c', 'echo 1 > slow.txt; sleep 1'])
-    await new Promise((res) => setTimeout(res, 300))
-    const fast = await s.run(['sh', '-c', 'echo 2 > fast.txt'])
-    assert.deepEqual(
-      fast.files.map((f) => f.path),
-      ['fast.txt'],
-    )
-    const r = await slow
-    assert.deepEqual(r.files.map((f) => f.path).sort(), ['fast.txt', 'slow.txt'])
-  } finally {
-    await s.close()
-  }
+test('result.files of overlapping calls: each sees what changed while it ran', async (t) => {
+  const s = await openSandbox(t)
+  const slow = s.run(['sh', '-c', 'echo 1 > slow.txt; sleep 1'])
+  await new Promise((res) => setTimeout(res, 300))
+  const fast = await s.run(['sh', '-c', 'echo 2 > fast.txt'])
+  assert.deepEqual(
+    fast.files.map((f) => f.path),
+    ['fast.txt'],
+  )
+  const r = await slow
+  assert.deepEqual(r.files.map((f) => f.path).sort(), ['fast.txt', 'slow.txt'])
 })
 
-test('trackFiles:false reports no files', async () => {
-  const s = await new Sandbox({ trackFiles: false }).open()
-  try {
-    const r = await s.runCode('open("made.txt", "w").write("x")')
-    assert.equal(r.exitCode, 0)
-    assert.deepEqual(r.files, [])
-    assert.equal((await s.readFile('made.txt')).toString(), 'x')
-  } finally {
-    await s.close()
-  }
+test('trackFiles:false reports no files', async (t) => {
+  const s = await openSandbox(t, { trackFiles: false })
+  const r = await s.runCode('open("made.txt", "w").write("x")')
+  assert.equal(r.exitCode, 0)
+  assert.deepEqual(r.files, [])
+  assert.equal((await s.readFile('made.txt')).toString(), 'x')
 })
 
 test('readFile maxBytes refuses larger files, allows up to the limit', async () => {

@@ -3,7 +3,7 @@
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
-const { kern, realKern, wrapKern, sandboxWith } = require('./helpers')
+const { kern, openSandbox, realKern, wrapKern } = require('./helpers')
 
 const { Sandbox, SandboxError } = kern
 
@@ -50,31 +50,23 @@ test('securityProfile: "untrusted" is accepted and hardens the box; anything els
   assert.match(r.stdout, /ws-ok/)
 })
 
-test('requireLimits: where caps cannot be enforced, a startup_failed fault that says so', async () => {
+test('requireLimits: where caps cannot be enforced, a startup_failed fault that says so', async (t) => {
   const bin = realKern ? process.env.KERN_BIN : wrapKern({ KERN_STANDIN_WARN_CAPS: '1' })
-  const sbx = await sandboxWith(bin, { requireLimits: true }).open()
-  try {
-    const r = await sbx.runCode('open("ran.txt", "w").write("x")')
-    assert.equal(r.fault && r.fault.type, 'startup_failed', JSON.stringify(r))
-    assert.match(r.fault.message, /require-limits|REQUIRE_LIMITS/)
-    assert.equal(r.success, false)
-    await assert.rejects(sbx.readFile('ran.txt'), SandboxError, 'the workload never ran')
-  } finally {
-    await sbx.close()
-  }
+  const sbx = await openSandbox(t, { requireLimits: true }, { bin })
+  const r = await sbx.runCode('open("ran.txt", "w").write("x")')
+  assert.equal(r.fault && r.fault.type, 'startup_failed', JSON.stringify(r))
+  assert.match(r.fault.message, /require-limits|REQUIRE_LIMITS/)
+  assert.equal(r.success, false)
+  await assert.rejects(sbx.readFile('ran.txt'), SandboxError, 'the workload never ran')
 })
 
-test('apparmor: names are validated; an unloaded profile does not run the workload', async () => {
+test('apparmor: names are validated; an unloaded profile does not run the workload', async (t) => {
   for (const bad of ['-bad', 'a b', '', 'x/y', '--net']) {
     assert.throws(() => new Sandbox({ apparmor: bad }), SandboxError, JSON.stringify(bad))
   }
-  const sbx = await new Sandbox({ apparmor: 'kern-sandbox-test-not-loaded' }).open()
-  try {
-    const r = await sbx.runCode('open("ran.txt", "w").write("x")')
-    assert.equal(r.success, false)
-    assert.match(r.stderr, /apparmor/i)
-    await assert.rejects(sbx.readFile('ran.txt'), SandboxError, 'the workload never ran')
-  } finally {
-    await sbx.close()
-  }
+  const sbx = await openSandbox(t, { apparmor: 'kern-sandbox-test-not-loaded' })
+  const r = await sbx.runCode('open("ran.txt", "w").write("x")')
+  assert.equal(r.success, false)
+  assert.match(r.stderr, /apparmor/i)
+  await assert.rejects(sbx.readFile('ran.txt'), SandboxError, 'the workload never ran')
 })

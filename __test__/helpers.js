@@ -1,6 +1,7 @@
 'use strict'
-// Shared test helpers: which kern the suite drives, child node processes, temp dirs, fake kerns,
-// and /proc probes for "nothing is left running".
+// Shared test helpers: which kern the suite drives, child node processes, temp dirs, fake kerns
+// (built from the scripts in fixtures/), sessions and kernels closed when their test ends
+// (openSandbox, openKernel), and /proc probes for "nothing is left running".
 //
 // kern selection: `KERN_BIN` set → that binary is a real kern (unless it is our stand-in);
 // otherwise the stand-in built by `cargo build --release -p kern-standin`. Either way
@@ -132,20 +133,28 @@ function lastJson(stdout) {
 // ---------------------------------------------------------------------------------------------
 // kern wrappers and fakes
 
+const fixtures = path.join(__dirname, 'fixtures')
+
+/** A copy of fixture `name` as `<dir>/kern` (executable). */
+function kernFrom(name, dir) {
+  const file = path.join(dir, 'kern')
+  fs.copyFileSync(path.join(fixtures, name), file)
+  fs.chmodSync(file, 0o755)
+  return file
+}
+
 /** A sh wrapper around `bin` (default: the suite's kern) that exports `env` first (a null value
- * unsets the variable). */
+ * unsets the variable); fixtures/wrap-kern.sh. */
 function wrapKern(env, bin = kernBin) {
   const dir = tmpDir('kst-wrap-')
-  const file = path.join(dir, 'kern')
-  const q = (s) => `'${String(s).replace(/'/g, `'\\''`)}'`
-  const lines = ['#!/bin/sh']
+  const lines = [String(bin)]
   for (const [k, v] of Object.entries(env)) {
-    if (v === null) lines.push(`unset ${k}`)
-    else lines.push(`${k}=${q(v)}; export ${k}`)
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) throw new Error(`wrapKern: not a variable name: ${k}`)
+    if (v !== null && /[\n\0]/.test(String(v))) throw new Error(`wrapKern: ${k}'s value holds a newline or NUL`)
+    lines.push(v === null ? `-${k}` : `${k}=${v}`)
   }
-  lines.push(`exec ${q(bin)} "$@"`)
-  fs.writeFileSync(file, lines.join('\n') + '\n', { mode: 0o755 })
-  return file
+  fs.writeFileSync(path.join(dir, 'wrap.env'), lines.join('\n') + '\n')
+  return kernFrom('wrap-kern.sh', dir)
 }
 
 /** Parses a KERN_STANDIN_ARGV_LOG file: one argv array per call. */
@@ -178,17 +187,14 @@ function recordingKern(extraEnv = {}) {
  * A fake kern that records, per invocation, its argv, its environment, and the --env-file (content,
  * mode, its directory's mode), then behaves as told:
  *   { exitCode, started: [bytes] | null, stdout, stderr, sleepMs, ignoreTerm, strayMs, psLists, psDelayMs }
- * `box` runs a node script; `ps`/`stop` are answered by a sh front end, fast even on a loaded
- * machine (stop: "no running box"; ps: `[]`, or with psLists every box this fake ever ran, as if it
- * survived `stop`; psDelayMs delays the answer). strayMs leaves a detached `sleep` holding
- * stdout/stderr open after exit; its pid is in strayPid().
+ * `box` runs a node script (fixtures/fake-kern.js); `ps`/`stop` are answered by a sh front end
+ * (fixtures/fake-kern.sh), fast even on a loaded machine (stop: "no running box"; ps: `[]`, or with
+ * psLists every box this fake ever ran, as if it survived `stop`; psDelayMs delays the answer).
+ * strayMs leaves a detached `sleep` holding stdout/stderr open after exit; its pid is in strayPid().
  */
 function fakeKern(behaviour = {}) {
   const dir = tmpDir('kst-fake-')
-  const file = path.join(dir, 'kern')
-  const boxJs = path.join(dir, 'box.js')
   const logDir = path.join(dir, 'calls')
-  const boxes = path.join(dir, 'boxes')
   fs.mkdirSync(logDir)
   const b = {
     exitCode: 0,
@@ -202,64 +208,11 @@ function fakeKern(behaviour = {}) {
     psDelayMs: 0,
     ...behaviour,
   }
-  const q = (x) => `'${String(x).replace(/'/g, `'\\''`)}'`
-  const sh = `#!/bin/sh
-LOG=${q(logDir)}
-case "$1" in
-  ps|stop)
-    printf '{"argv":["%s","%s"]}' "$1" "$2" > "$LOG/$(date +%s%N)-$$.json"
-    ;;
-esac
-case "$1" in
-  ps)
-    ${b.psDelayMs ? `sleep ${b.psDelayMs / 1000}` : ':'}
-    ${
-      b.psLists
-        ? `printf '['; sep=''; [ -f ${q(boxes)} ] && while read -r n; do printf '%s{"name":"%s","pid":1}' "$sep" "$n"; sep=','; done < ${q(boxes)}; printf ']\\n'`
-        : `echo '[]'`
-    }
-    exit 0 ;;
-  stop)
-    echo "error: no running box named '$2'" >&2
-    exit 1 ;;
-esac
-exec ${q(process.execPath)} ${q(boxJs)} "$@"
-`
-  const js = `'use strict'
-const fs = require('fs'), path = require('path')
-const B = ${JSON.stringify(b)}
-const argv = process.argv.slice(2)
-const rec = { argv, env: { ...process.env }, pid: process.pid }
-const i = argv.indexOf('--env-file')
-if (i >= 0 && argv[i + 1]) {
-  const f = argv[i + 1]
-  rec.envFile = { path: f }
-  try {
-    rec.envFile.content = fs.readFileSync(f, 'utf8')
-    rec.envFile.mode = fs.statSync(f).mode & 0o777
-    rec.envFile.dirMode = fs.statSync(path.dirname(f)).mode & 0o777
-  } catch (e) { rec.envFile.error = String(e) }
-}
-fs.writeFileSync(path.join(${JSON.stringify(logDir)}, String(Date.now()) + String(process.hrtime.bigint() % 1000000n).padStart(6, '0') + '-' + process.pid + '.json'), JSON.stringify(rec))
-if (argv[0] !== 'box') process.exit(1)
-fs.appendFileSync(${JSON.stringify(boxes)}, argv[1] + '\\n')
-if (B.ignoreTerm) { process.on('SIGTERM', () => {}); process.on('SIGINT', () => {}) }
-if (B.strayMs) {
-  const c = require('child_process').spawn('sleep', [String(B.strayMs / 1000)], { stdio: ['ignore', 1, 2], detached: true })
-  fs.writeFileSync(path.join(${JSON.stringify(dir)}, 'stray.pid'), String(c.pid))
-  c.unref()
-}
-const finish = () => {
-  if (B.stdout) fs.writeSync(1, B.stdout)
-  if (B.stderr) fs.writeSync(2, B.stderr)
-  const fd = Number(process.env.KERN_STARTED_FD)
-  if (B.started && fd > 2) { try { fs.writeSync(fd, Buffer.from(B.started)) } catch {} }
-  process.exit(B.exitCode)
-}
-if (B.sleepMs) setTimeout(finish, B.sleepMs); else finish()
-`
-  fs.writeFileSync(boxJs, js)
-  fs.writeFileSync(file, sh, { mode: 0o755 })
+  fs.writeFileSync(path.join(dir, 'behaviour.json'), JSON.stringify(b))
+  const conf = [process.execPath, String(b.psDelayMs ? b.psDelayMs / 1000 : 0), b.psLists ? '1' : '0']
+  fs.writeFileSync(path.join(dir, 'fake-kern.conf'), conf.join('\n') + '\n')
+  fs.copyFileSync(path.join(fixtures, 'fake-kern.js'), path.join(dir, 'fake-kern.js'))
+  const file = kernFrom('fake-kern.sh', dir)
   const calls = () =>
     fs
       .readdirSync(logDir)
@@ -285,6 +238,31 @@ function sandboxWith(bin, opts = {}) {
   } finally {
     process.env.KERN_BIN = saved
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// sessions tied to a test
+
+/**
+ * Opens a Sandbox for test `t` and closes it when the test ends, passed or failed (`t.after`;
+ * close() is idempotent, so a test may also close it itself). `opts` are the Sandbox options;
+ * `bin` runs it on another kern (a fakeKern/recordingKern/wrapKern), as sandboxWith does.
+ *   const sbx = await openSandbox(t, { timeoutS: 5 }, { bin: fake.bin })
+ * A test that asserts on what close() does, or on the state after it, closes by hand instead.
+ */
+async function openSandbox(t, opts = {}, { bin } = {}) {
+  const sbx = bin === undefined ? new kern.Sandbox(opts) : sandboxWith(bin, opts)
+  await sbx.open()
+  t.after(() => sbx.close())
+  return sbx
+}
+
+/** Starts a kernel of `sbx` (kernel() options `opts`) and closes it when test `t` ends; for a
+ * session shared by several tests, whose close() would come too late. */
+async function openKernel(t, sbx, opts = {}) {
+  const k = await sbx.kernel(opts)
+  t.after(() => k.close())
+  return k
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -377,6 +355,8 @@ module.exports = {
   recordingKern,
   fakeKern,
   sandboxWith,
+  openSandbox,
+  openKernel,
   procsMatching,
   sleep,
   waitFor,

@@ -7,7 +7,7 @@ const test = require('node:test')
 const assert = require('node:assert/strict')
 const fs = require('node:fs')
 const path = require('node:path')
-const { kern, tmpDir, rand, procsMatching, waitFor, within, runNode } = require('./helpers')
+const { kern, openSandbox, openKernel, tmpDir, rand, procsMatching, waitFor, within, runNode } = require('./helpers')
 
 const { Sandbox, Kernel, Result, SandboxError } = kern
 
@@ -308,7 +308,7 @@ test("an abort landing as a cell's synchronous part ends still stops it, every t
   assert.deepEqual(texts(await k.runCode('Date.now = realNow\nkeptThroughAborts')), ['125'])
 })
 
-test('a cell timeout and the output cap tear the kernel down, with no process left', async () => {
+test('a cell timeout and the output cap tear the kernel down, with no process left', async (t) => {
   const kk = await sbx.kernel({ language: 'js' })
   const marker = `kst-jstimeout-${rand()}`
   await kk.runCode(
@@ -320,61 +320,49 @@ test('a cell timeout and the output cap tear the kernel down, with no process le
   assert.equal(kk.alive, false)
   assert.deepEqual(procsMatching(marker), [], 'the box is gone when the result arrives')
   await assert.rejects(kk.runCode('1'), SandboxError)
-  const s = await new Sandbox({ maxOutputBytes: 100_000 }).open()
-  try {
-    const kc = await s.kernel({ language: 'javascript' })
-    const cap = await kc.runCode('for (let i = 0; i < 100; i++) console.log("y".repeat(10000))')
-    assert.equal(cap.fault.type, 'killed')
-    assert.match(cap.fault.message, /cap/)
-    assert.equal(kc.alive, false)
-  } finally {
-    await s.close()
-  }
+  const s = await openSandbox(t, { maxOutputBytes: 100_000 })
+  const kc = await s.kernel({ language: 'javascript' })
+  const cap = await kc.runCode('for (let i = 0; i < 100; i++) console.log("y".repeat(10000))')
+  assert.equal(cap.fault.type, 'killed')
+  assert.match(cap.fault.message, /cap/)
+  assert.equal(kc.alive, false)
 })
 
-test('TypeScript: types stripped keeping lines, enum and namespace work, a syntax error is a SyntaxError', async () => {
-  const t = await sbx.kernel({ language: 'ts' })
-  try {
-    assert.equal(t.language, 'typescript')
-    let r = await t.runCode(
-      'interface P { x: number }\nconst pt: P = { x: 2 }\nfunction sq(n: number): number { return n * n }\nsq(pt.x) as number',
-    )
-    assert.equal(r.exitCode, 0, r.stderr)
-    assert.deepEqual(texts(r), ['4'])
-    r = await t.runCode(
-      'type T = string\nconst msg: T = "x"\nfunction fail(m: T): never {\n  throw new Error(m)\n}\nfail(msg)',
-    )
-    assert.match(r.stderr, /at fail \(<cell-\d+>:4:9\)/, "the stack points at the user's line and column")
-    r = await t.runCode(
-      'enum Color { Red, Green = 5, Blue }\nnamespace NS { export const n: number = 7 }\n[Color.Blue, Color[5], NS.n]',
-    )
-    assert.equal(r.exitCode, 0, r.stderr)
-    assert.deepEqual(texts(r), ["[ 6, 'Green', 7 ]"])
-    assert.deepEqual(texts(await t.runCode('Color.Red')), ['0'], 'an enum persists')
-    r = await t.runCode('const broken: = 1')
-    assert.equal(r.exitCode, 1)
-    assert.equal(r.error.name, 'SyntaxError')
-    assert.match(r.stderr, /SyntaxError/)
-    assert.equal(t.alive, true)
-    assert.deepEqual(texts(await t.runCode('const y: number = await Promise.resolve(1)\ny + 1')), ['2'])
-  } finally {
-    await t.close()
-  }
+test('TypeScript: types stripped keeping lines, enum and namespace work, a syntax error is a SyntaxError', async (t) => {
+  const ts = await openKernel(t, sbx, { language: 'ts' })
+  assert.equal(ts.language, 'typescript')
+  let r = await ts.runCode(
+    'interface P { x: number }\nconst pt: P = { x: 2 }\nfunction sq(n: number): number { return n * n }\nsq(pt.x) as number',
+  )
+  assert.equal(r.exitCode, 0, r.stderr)
+  assert.deepEqual(texts(r), ['4'])
+  r = await ts.runCode(
+    'type T = string\nconst msg: T = "x"\nfunction fail(m: T): never {\n  throw new Error(m)\n}\nfail(msg)',
+  )
+  assert.match(r.stderr, /at fail \(<cell-\d+>:4:9\)/, "the stack points at the user's line and column")
+  r = await ts.runCode(
+    'enum Color { Red, Green = 5, Blue }\nnamespace NS { export const n: number = 7 }\n[Color.Blue, Color[5], NS.n]',
+  )
+  assert.equal(r.exitCode, 0, r.stderr)
+  assert.deepEqual(texts(r), ["[ 6, 'Green', 7 ]"])
+  assert.deepEqual(texts(await ts.runCode('Color.Red')), ['0'], 'an enum persists')
+  r = await ts.runCode('const broken: = 1')
+  assert.equal(r.exitCode, 1)
+  assert.equal(r.error.name, 'SyntaxError')
+  assert.match(r.stderr, /SyntaxError/)
+  assert.equal(ts.alive, true)
+  assert.deepEqual(texts(await ts.runCode('const y: number = await Promise.resolve(1)\ny + 1')), ['2'])
 })
 
-test('image: a per-kernel image shares the workspace; an image without node is refused, saying so', async () => {
+test('image: a per-kernel image shares the workspace; an image without node is refused, saying so', async (t) => {
   const kk = await sbx.kernel({ language: 'js', image: 'node:20-slim' })
   await kk.runCode('require("fs").writeFileSync("/workspace/from-js.txt", "js")')
   const py = await sbx.kernel()
   assert.deepEqual(texts(await py.runCode('open("/workspace/from-js.txt").read()')), ["'js'"])
   await kk.close()
   await py.close()
-  const s = await new Sandbox({ env: { PATH: '/kst-no-such-dir' } }).open()
-  try {
-    await assert.rejects(s.kernel({ language: 'js' }), (e) => e instanceof SandboxError && /no node/.test(e.message))
-  } finally {
-    await s.close()
-  }
+  const s = await openSandbox(t, { env: { PATH: '/kst-no-such-dir' } })
+  await assert.rejects(s.kernel({ language: 'js' }), (e) => e instanceof SandboxError && /no node/.test(e.message))
 })
 
 test('bad input gets a SandboxError: an unknown language, a bad or non-string image', async () => {
@@ -388,8 +376,7 @@ test('bad input gets a SandboxError: an unknown language, a bad or non-string im
 })
 
 test('one-shot runCode in node/javascript/typescript gets results and error like a kernel cell', async (t) => {
-  const one = await new Sandbox().open()
-  t.after(() => one.close())
+  const one = await openSandbox(t)
   let r = await one.runCode('console.log("out")\nconst v = await Promise.resolve(21)\ndisplay("shown")\nv * 2', {
     language: 'node',
   })

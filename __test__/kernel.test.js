@@ -6,7 +6,7 @@ const test = require('node:test')
 const assert = require('node:assert/strict')
 const fs = require('node:fs')
 const path = require('node:path')
-const { kern, tmpDir, rand, runNode, lastJson, procsMatching, waitFor } = require('./helpers')
+const { kern, openSandbox, openKernel, tmpDir, rand, runNode, lastJson, procsMatching, waitFor } = require('./helpers')
 
 const { Sandbox, Kernel, Result, SandboxError } = kern
 
@@ -40,19 +40,15 @@ test('kernel() resolves to an open Kernel whose state persists across cells', as
   assert.deepEqual(r.files, [])
 })
 
-test('results carry executionCount 1, 2, 3 per kernel', async () => {
-  const k2 = await sbx.kernel()
-  try {
-    const counts = []
-    for (const code of ['1', 'x = 2', '3']) {
-      const r = await k2.runCode(code)
-      counts.push(r.executionCount)
-      for (const res of r.results) assert.equal(res.executionCount, r.executionCount)
-    }
-    assert.deepEqual(counts, [1, 2, 3])
-  } finally {
-    await k2.close()
+test('results carry executionCount 1, 2, 3 per kernel', async (t) => {
+  const k2 = await openKernel(t, sbx)
+  const counts = []
+  for (const code of ['1', 'x = 2', '3']) {
+    const r = await k2.runCode(code)
+    counts.push(r.executionCount)
+    for (const res of r.results) assert.equal(res.executionCount, r.executionCount)
   }
+  assert.deepEqual(counts, [1, 2, 3])
 })
 
 test('stdout, stderr, display() and the trailing value of a cell', async () => {
@@ -237,24 +233,20 @@ test('the kernel imports what the image has installed (site-packages on)', async
   assert.equal(r.results[0].text, '0')
 })
 
-test('network off, env and mounts as for the session', async () => {
+test('network off, env and mounts as for the session', async (t) => {
   const dir = tmpDir('kst-kmount-')
   fs.writeFileSync(path.join(dir, 'data.txt'), 'mounted data')
-  const s = await new Sandbox({ env: { KST_K: 'v1' }, mounts: { [dir]: ['/mnt/kst', 'ro'] } }).open()
-  try {
-    const kk = await s.kernel()
-    const r = await kk.runCode(
-      'import os, socket\nprint(os.environ.get("KST_K"))\nprint(open("/mnt/kst/data.txt").read())\n' +
-        'try:\n    socket.create_connection(("192.0.2.1", 80), timeout=1)\n    print("net on")\nexcept OSError:\n    print("net off")\n' +
-        'try:\n    open("/mnt/kst/new", "w")\n    print("mount writable")\nexcept OSError:\n    print("mount ro")',
-    )
-    assert.equal(r.stdout, 'v1\nmounted data\nnet off\nmount ro\n')
-    const ws = await kk.runCode('open("/workspace/from-kernel.txt", "w").write("k")\nimport os\nos.getcwd()')
-    assert.equal(ws.results[0].text, "'/workspace'")
-    assert.equal(fs.readFileSync(path.join(s.workspacePath, 'from-kernel.txt'), 'utf8'), 'k')
-  } finally {
-    await s.close()
-  }
+  const s = await openSandbox(t, { env: { KST_K: 'v1' }, mounts: { [dir]: ['/mnt/kst', 'ro'] } })
+  const kk = await s.kernel()
+  const r = await kk.runCode(
+    'import os, socket\nprint(os.environ.get("KST_K"))\nprint(open("/mnt/kst/data.txt").read())\n' +
+      'try:\n    socket.create_connection(("192.0.2.1", 80), timeout=1)\n    print("net on")\nexcept OSError:\n    print("net off")\n' +
+      'try:\n    open("/mnt/kst/new", "w")\n    print("mount writable")\nexcept OSError:\n    print("mount ro")',
+  )
+  assert.equal(r.stdout, 'v1\nmounted data\nnet off\nmount ro\n')
+  const ws = await kk.runCode('open("/workspace/from-kernel.txt", "w").write("k")\nimport os\nos.getcwd()')
+  assert.equal(ws.results[0].text, "'/workspace'")
+  assert.equal(fs.readFileSync(path.join(s.workspacePath, 'from-kernel.txt'), 'utf8'), 'k')
 })
 
 test('a per-cell timeout gives fault timeout, tears the kernel down, and later cells reject', async () => {
@@ -273,23 +265,19 @@ test('a per-cell timeout gives fault timeout, tears the kernel down, and later c
   assert.equal((await short.runCode('import time\ntime.sleep(5)')).fault.type, 'timeout')
 })
 
-test('a reply past maxOutputBytes gives fault killed ("cap") and tears the kernel down', async () => {
-  const s = await new Sandbox({ maxOutputBytes: 100_000 }).open()
-  try {
-    const kk = await s.kernel()
-    assert.equal((await kk.runCode('print("x" * 1000)')).stdout.length, 1001)
-    const r = await kk.runCode('import sys\nfor _ in range(1000):\n    sys.stdout.write("y" * 10000)')
-    assert.equal(r.fault.type, 'killed')
-    assert.match(r.fault.message, /cap/)
-    assert.equal(kk.alive, false)
-    await assert.rejects(kk.runCode('1'), SandboxError)
-    const kr = await s.kernel()
-    const raw = await kr.runCode('import os\nfor _ in range(100):\n    os.write(1, bytes(10000))')
-    assert.equal(raw.fault.type, 'killed')
-    assert.match(raw.fault.message, /cap/)
-  } finally {
-    await s.close()
-  }
+test('a reply past maxOutputBytes gives fault killed ("cap") and tears the kernel down', async (t) => {
+  const s = await openSandbox(t, { maxOutputBytes: 100_000 })
+  const kk = await s.kernel()
+  assert.equal((await kk.runCode('print("x" * 1000)')).stdout.length, 1001)
+  const r = await kk.runCode('import sys\nfor _ in range(1000):\n    sys.stdout.write("y" * 10000)')
+  assert.equal(r.fault.type, 'killed')
+  assert.match(r.fault.message, /cap/)
+  assert.equal(kk.alive, false)
+  await assert.rejects(kk.runCode('1'), SandboxError)
+  const kr = await s.kernel()
+  const raw = await kr.runCode('import os\nfor _ in range(100):\n    os.write(1, bytes(10000))')
+  assert.equal(raw.fault.type, 'killed')
+  assert.match(raw.fault.message, /cap/)
 })
 
 test('aborting a cell interrupts it (KeyboardInterrupt) and the kernel keeps its state', async () => {
@@ -308,26 +296,22 @@ test('aborting a cell interrupts it (KeyboardInterrupt) and the kernel keeps its
   assert.equal((await k.runCode('survivor + 1')).results[0].text, '124')
 })
 
-test('an interrupt in the middle of large output leaves the protocol aligned', async () => {
-  const s = await new Sandbox({ maxOutputBytes: 512 * 1024 * 1024 }).open()
-  try {
-    const kk = await s.kernel()
-    for (let round = 0; round < 3; round++) {
-      const ac = new AbortController()
-      let seen = 0
-      const p = kk.runCode('chunk = "z" * 300_000\nwhile True:\n    print(chunk)', {
-        signal: ac.signal,
-        onStdout: (c) => {
-          seen += c.length
-          if (seen > 2_000_000) ac.abort()
-        },
-      })
-      await assert.rejects(p, { name: 'AbortError' })
-      assert.equal(kk.alive, true, `round ${round}`)
-      assert.equal((await kk.runCode(`${round} + 1`)).results[0].text, String(round + 1))
-    }
-  } finally {
-    await s.close()
+test('an interrupt in the middle of large output leaves the protocol aligned', async (t) => {
+  const s = await openSandbox(t, { maxOutputBytes: 512 * 1024 * 1024 })
+  const kk = await s.kernel()
+  for (let round = 0; round < 3; round++) {
+    const ac = new AbortController()
+    let seen = 0
+    const p = kk.runCode('chunk = "z" * 300_000\nwhile True:\n    print(chunk)', {
+      signal: ac.signal,
+      onStdout: (c) => {
+        seen += c.length
+        if (seen > 2_000_000) ac.abort()
+      },
+    })
+    await assert.rejects(p, { name: 'AbortError' })
+    assert.equal(kk.alive, true, `round ${round}`)
+    assert.equal((await kk.runCode(`${round} + 1`)).results[0].text, String(round + 1))
   }
 })
 
@@ -417,17 +401,13 @@ test('sandbox.close() closes its kernels; a closed sandbox refuses kernel()', as
   await assert.rejects(new Sandbox().kernel(), (e) => e instanceof SandboxError && /open/.test(e.message))
 })
 
-test("a kernel whose box cannot start rejects with kern's error, and leaves nothing behind", async () => {
-  const s = await new Sandbox({ image: 'kern-sandbox-test/no-such-image:0' }).open()
-  try {
-    await assert.rejects(
-      s.kernel(),
-      (e) => e instanceof SandboxError && /failed to start: error/.test(e.message) && !/warning/.test(e.message),
-    )
-    assert.equal((await s.run(['true'])).fault?.type, 'startup_failed', 'the session itself is still usable')
-  } finally {
-    await s.close()
-  }
+test("a kernel whose box cannot start rejects with kern's error, and leaves nothing behind", async (t) => {
+  const s = await openSandbox(t, { image: 'kern-sandbox-test/no-such-image:0' })
+  await assert.rejects(
+    s.kernel(),
+    (e) => e instanceof SandboxError && /failed to start: error/.test(e.message) && !/warning/.test(e.message),
+  )
+  assert.equal((await s.run(['true'])).fault?.type, 'startup_failed', 'the session itself is still usable')
 })
 
 test('bad input gets a clear SandboxError', async () => {

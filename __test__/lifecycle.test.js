@@ -8,7 +8,18 @@ const assert = require('node:assert/strict')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
-const { kern, tmpDir, rand, runNode, lastJson, sessionDirs, procsMatching, waitFor, sleep } = require('./helpers')
+const {
+  kern,
+  openSandbox,
+  tmpDir,
+  rand,
+  runNode,
+  lastJson,
+  sessionDirs,
+  procsMatching,
+  waitFor,
+  sleep,
+} = require('./helpers')
 
 const { Sandbox, SandboxError, MountRefused, withSandbox } = kern
 
@@ -356,42 +367,33 @@ main()
   })
 })
 
-test('open() does not reclaim the session dir of a live process', async () => {
-  const live = await new Sandbox().open()
-  try {
-    const r = await runNode(
-      `const kern = require(REPO); new kern.Sandbox().open().then((s) => s.close()).then(() => console.log('{"ok":true}'))`,
-      { timeoutMs: 30_000 },
-    )
-    assert.equal(r.code, 0, r.stderr)
-    assert.ok(fs.existsSync(live.workspacePath), 'a live session is left alone')
-  } finally {
-    await live.close()
-  }
+test('open() does not reclaim the session dir of a live process', async (t) => {
+  const live = await openSandbox(t)
+  const r = await runNode(
+    `const kern = require(REPO); new kern.Sandbox().open().then((s) => s.close()).then(() => console.log('{"ok":true}'))`,
+    { timeoutMs: 30_000 },
+  )
+  assert.equal(r.code, 0, r.stderr)
+  assert.ok(fs.existsSync(live.workspacePath), 'a live session is left alone')
 })
 
-test('a call running past 15 s of otherwise idle runtime completes; a call after 12 s idle still runs', async () => {
+test('a call running past 15 s of otherwise idle runtime completes; a call after 12 s idle still runs', async (t) => {
   // PDEATHSIG follows the thread that forked kern: if that thread is one tokio retires after ~10 s
   // idle, a healthy box dies mid-run. Both halves run at once to keep the suite short.
-  const long = await new Sandbox({ timeoutS: 60 }).open()
-  const idle = await new Sandbox({ timeoutS: 30 }).open()
-  try {
-    const t0 = Date.now()
-    const longCall = long.runCode('import time\ntime.sleep(16)\nprint("survived")')
-    const idleCall = (async () => {
-      await idle.runCode('print(1)')
-      await sleep(12_000)
-      return idle.runCode('import time\ntime.sleep(1)\nprint("ok")')
-    })()
-    const [r, i] = await Promise.all([longCall, idleCall])
-    assert.equal(r.fault, null, JSON.stringify(r.fault))
-    assert.equal(r.exitCode, 0, r.stderr)
-    assert.equal(r.stdout, 'survived\n')
-    assert.ok(Date.now() - t0 >= 15_500)
-    assert.equal(i.fault, null, JSON.stringify(i.fault))
-    assert.equal(i.stdout, 'ok\n', i.stderr)
-  } finally {
-    await long.close()
-    await idle.close()
-  }
+  const long = await openSandbox(t, { timeoutS: 60 })
+  const idle = await openSandbox(t, { timeoutS: 30 })
+  const t0 = Date.now()
+  const longCall = long.runCode('import time\ntime.sleep(16)\nprint("survived")')
+  const idleCall = (async () => {
+    await idle.runCode('print(1)')
+    await sleep(12_000)
+    return idle.runCode('import time\ntime.sleep(1)\nprint("ok")')
+  })()
+  const [r, i] = await Promise.all([longCall, idleCall])
+  assert.equal(r.fault, null, JSON.stringify(r.fault))
+  assert.equal(r.exitCode, 0, r.stderr)
+  assert.equal(r.stdout, 'survived\n')
+  assert.ok(Date.now() - t0 >= 15_500)
+  assert.equal(i.fault, null, JSON.stringify(i.fault))
+  assert.equal(i.stdout, 'ok\n', i.stderr)
 })

@@ -6,7 +6,7 @@ const test = require('node:test')
 const assert = require('node:assert/strict')
 const fs = require('node:fs')
 const path = require('node:path')
-const { kern } = require('./helpers')
+const { kern, openSandbox } = require('./helpers')
 
 const { Sandbox, Result, ExecutionResult } = kern
 const PNG_MAGIC = Buffer.from([0x89, 0x50, 0x4e, 0x47])
@@ -89,18 +89,14 @@ test('the trailing expression is found however the cell is laid out', async () =
   assert.match(e.stderr, /\.cell-[0-9a-f]{8}\.py", line 4, in <module>/)
 })
 
-test('results is [] for bash, node and run(), and with trackFiles: false', async () => {
+test('results is [] for bash, node and run(), and with trackFiles: false', async (t) => {
   assert.deepEqual((await sbx.runCode('echo 1', { language: 'bash' })).results, [])
   assert.deepEqual((await sbx.run(['python3', '-c', '1 + 1'])).results, [])
   assert.equal((await sbx.run(['true'])).error, null)
-  const quiet = await new Sandbox({ trackFiles: false }).open()
-  try {
-    const r = await quiet.runCode('1 + 1')
-    assert.equal(r.results[0].text, '2')
-    assert.deepEqual(r.files, [])
-  } finally {
-    await quiet.close()
-  }
+  const quiet = await openSandbox(t, { trackFiles: false })
+  const r = await quiet.runCode('1 + 1')
+  assert.equal(r.results[0].text, '2')
+  assert.deepEqual(r.files, [])
 })
 
 test('display() of several objects, in order, before the trailing expression', async () => {

@@ -9,7 +9,7 @@ const fs = require('node:fs')
 const path = require('node:path')
 const zlib = require('node:zlib')
 const cp = require('node:child_process')
-const { kern, tmpDir, runNode, lastJson } = require('./helpers')
+const { kern, openSandbox, tmpDir, runNode, lastJson } = require('./helpers')
 
 const { Sandbox, SandboxError } = kern
 
@@ -70,7 +70,7 @@ test.after(async () => {
   await sbx.close()
 })
 
-test('snapshot/restore round-trip a path over 100 bytes, without KERN_SANDBOX_SNAPSHOT', async () => {
+test('snapshot/restore round-trip a path over 100 bytes, without KERN_SANDBOX_SNAPSHOT', async (t) => {
   assert.ok(Buffer.byteLength(LONG_PATH) > 100)
   const saved = process.env.KERN_SANDBOX_SNAPSHOT
   delete process.env.KERN_SANDBOX_SNAPSHOT
@@ -82,15 +82,11 @@ test('snapshot/restore round-trip a path over 100 bytes, without KERN_SANDBOX_SN
     const ret = sbx.snapshot(dest)
     assert.equal(ret, undefined, 'snapshot is synchronous')
     assert.ok(fs.statSync(dest).size > 0)
-    const fresh = await new Sandbox().open()
-    try {
-      assert.equal(fresh.restore(dest), undefined, 'restore is synchronous')
-      assert.equal((await fresh.readFile(LONG_PATH)).toString(), 'long content')
-      assert.equal((await fresh.readFile('top.txt')).toString(), 'top')
-      assert.deepEqual([...(await fresh.readFile('bin/data.bin'))], [0, 1, 2, 255])
-    } finally {
-      await fresh.close()
-    }
+    const fresh = await openSandbox(t)
+    assert.equal(fresh.restore(dest), undefined, 'restore is synchronous')
+    assert.equal((await fresh.readFile(LONG_PATH)).toString(), 'long content')
+    assert.equal((await fresh.readFile('top.txt')).toString(), 'top')
+    assert.deepEqual([...(await fresh.readFile('bin/data.bin'))], [0, 1, 2, 255])
   } finally {
     if (saved === undefined) delete process.env.KERN_SANDBOX_SNAPSHOT
     else process.env.KERN_SANDBOX_SNAPSHOT = saved
@@ -108,7 +104,7 @@ test('snapshot is a plain .tar.gz: `tar tzf` lists the long path, `tar xzf` extr
   assert.equal(fs.readFileSync(path.join(out, LONG_PATH), 'utf8'), 'long content')
 })
 
-test('a snapshot of text is no larger than 0.1.1 makes it (zlib level 1 over the same tar), within 5%', async () => {
+test('a snapshot of text is no larger than 0.1.1 makes it (zlib level 1 over the same tar), within 5%', async (t) => {
   // Table-like text, as the benchmark's CSV: 0.1.1 gzips its tar with Node's zlib at level 1.
   let seed = 7
   const rnd = (n) => (seed = (seed * 1103515245 + 12345) % 2147483648) % n
@@ -118,17 +114,13 @@ test('a snapshot of text is no larger than 0.1.1 makes it (zlib level 1 over the
       `${i},${rnd(100000)},user${rnd(5000)}@example.org,${rnd(1000000) / 100},${['open', 'closed', 'pending'][rnd(3)]}`,
     )
   }
-  const s = await new Sandbox().open()
-  try {
-    await s.writeFile('table.csv', rows.join('\n'))
-    const dest = path.join(tmpDir(), 'text.tar.gz')
-    s.snapshot(dest)
-    const ours = fs.readFileSync(dest)
-    const theirs = zlib.gzipSync(zlib.gunzipSync(ours), { level: 1 })
-    assert.ok(ours.length <= theirs.length * 1.05, `${ours.length} bytes against 0.1.1's ${theirs.length}`)
-  } finally {
-    await s.close()
-  }
+  const s = await openSandbox(t)
+  await s.writeFile('table.csv', rows.join('\n'))
+  const dest = path.join(tmpDir(), 'text.tar.gz')
+  s.snapshot(dest)
+  const ours = fs.readFileSync(dest)
+  const theirs = zlib.gzipSync(zlib.gunzipSync(ours), { level: 1 })
+  assert.ok(ours.length <= theirs.length * 1.05, `${ours.length} bytes against 0.1.1's ${theirs.length}`)
 })
 
 test('KERN_SANDBOX_SNAPSHOT=0 or =1 is harmless', async () => {
@@ -152,92 +144,68 @@ test('KERN_SANDBOX_SNAPSHOT=0 or =1 is harmless', async () => {
   }
 })
 
-test('snapshot skips what the box planted (symlink, FIFO) without hanging', async () => {
-  const s = await new Sandbox().open()
-  try {
-    await s.writeFile('real.txt', 'r')
-    const r = await s.run(['sh', '-c', 'ln -s /etc etc-link && ln -s /etc/passwd pw && mkfifo fifo'])
-    assert.equal(r.exitCode, 0, r.stderr)
-    const dest = path.join(tmpDir(), 'snap.tar.gz')
-    s.snapshot(dest)
-    const listing = cp.execFileSync('tar', ['tzvf', dest], { encoding: 'utf8' })
-    assert.match(listing, /real\.txt/)
-    assert.doesNotMatch(listing, /etc-link|pw|fifo|passwd/)
-  } finally {
-    await s.close()
-  }
+test('snapshot skips what the box planted (symlink, FIFO) without hanging', async (t) => {
+  const s = await openSandbox(t)
+  await s.writeFile('real.txt', 'r')
+  const r = await s.run(['sh', '-c', 'ln -s /etc etc-link && ln -s /etc/passwd pw && mkfifo fifo'])
+  assert.equal(r.exitCode, 0, r.stderr)
+  const dest = path.join(tmpDir(), 'snap.tar.gz')
+  s.snapshot(dest)
+  const listing = cp.execFileSync('tar', ['tzvf', dest], { encoding: 'utf8' })
+  assert.match(listing, /real\.txt/)
+  assert.doesNotMatch(listing, /etc-link|pw|fifo|passwd/)
 })
 
-test('a snapshot written inside the workspace does not contain itself', async () => {
-  const s = await new Sandbox().open()
-  try {
-    await s.writeFile('data.txt', 'd')
-    const dest = path.join(s.workspacePath, 'self.tar.gz')
-    s.snapshot(dest)
-    const listing = cp.execFileSync('tar', ['tzf', dest], { encoding: 'utf8' }).split('\n').filter(Boolean)
-    assert.deepEqual(listing, ['data.txt'])
-    s.snapshot(dest)
-    const again = cp.execFileSync('tar', ['tzf', dest], { encoding: 'utf8' }).split('\n').filter(Boolean)
-    // (the previous snapshot is a workspace file by now; 0.1.1 archives it too) but never the one being written
-    assert.ok(!again.some((n) => /partial/.test(n)), again.join(','))
-  } finally {
-    await s.close()
-  }
+test('a snapshot written inside the workspace does not contain itself', async (t) => {
+  const s = await openSandbox(t)
+  await s.writeFile('data.txt', 'd')
+  const dest = path.join(s.workspacePath, 'self.tar.gz')
+  s.snapshot(dest)
+  const listing = cp.execFileSync('tar', ['tzf', dest], { encoding: 'utf8' }).split('\n').filter(Boolean)
+  assert.deepEqual(listing, ['data.txt'])
+  s.snapshot(dest)
+  const again = cp.execFileSync('tar', ['tzf', dest], { encoding: 'utf8' }).split('\n').filter(Boolean)
+  // (the previous snapshot is a workspace file by now; 0.1.1 archives it too) but never the one being written
+  assert.ok(!again.some((n) => /partial/.test(n)), again.join(','))
 })
 
-test('an archive made by GNU tar restores (interoperability)', async () => {
+test('an archive made by GNU tar restores (interoperability)', async (t) => {
   const src = tmpDir('kst-src-')
   fs.mkdirSync(path.join(src, LONG_DIR), { recursive: true })
   fs.writeFileSync(path.join(src, LONG_PATH), 'from gnu tar')
   fs.writeFileSync(path.join(src, 'plain.txt'), 'plain')
   const archive = path.join(tmpDir(), 'gnu.tar.gz')
   cp.execFileSync('tar', ['czf', archive, '-C', src, '.'])
-  const s = await new Sandbox().open()
-  try {
-    s.restore(archive)
-    assert.equal((await s.readFile(LONG_PATH)).toString(), 'from gnu tar')
-    assert.equal((await s.readFile('plain.txt')).toString(), 'plain')
-  } finally {
-    await s.close()
-  }
+  const s = await openSandbox(t)
+  s.restore(archive)
+  assert.equal((await s.readFile(LONG_PATH)).toString(), 'from gnu tar')
+  assert.equal((await s.readFile('plain.txt')).toString(), 'plain')
 })
 
-test('a PAX archive (Python tarfile default) with a long name restores', async () => {
+test('a PAX archive (Python tarfile default) with a long name restores', async (t) => {
   const archive = hostileArchive([[LONG_PATH, 'file', 'pax content']], 'PAX_FORMAT')
-  const s = await new Sandbox().open()
-  try {
-    s.restore(archive)
-    assert.equal((await s.readFile(LONG_PATH)).toString(), 'pax content')
-  } finally {
-    await s.close()
-  }
+  const s = await openSandbox(t)
+  s.restore(archive)
+  assert.equal((await s.readFile(LONG_PATH)).toString(), 'pax content')
 })
 
-test('restore refuses a PAX member whose long path escapes', async () => {
+test('restore refuses a PAX member whose long path escapes', async (t) => {
   const escaping = '../' + 'p'.repeat(120) + '.txt'
   const archive = hostileArchive([[escaping, 'file', 'x']], 'PAX_FORMAT')
-  const s = await new Sandbox().open()
-  try {
-    const parent = path.dirname(s.workspacePath)
-    assert.throws(() => s.restore(archive), SandboxError)
-    assert.ok(!fs.existsSync(path.join(parent, 'p'.repeat(120) + '.txt')))
-  } finally {
-    await s.close()
-  }
+  const s = await openSandbox(t)
+  const parent = path.dirname(s.workspacePath)
+  assert.throws(() => s.restore(archive), SandboxError)
+  assert.ok(!fs.existsSync(path.join(parent, 'p'.repeat(120) + '.txt')))
 })
 
-test('restore overwrites existing files', async () => {
-  const s = await new Sandbox().open()
-  try {
-    await s.writeFile('f.txt', 'v1')
-    const dest = path.join(tmpDir(), 'snap.tar.gz')
-    s.snapshot(dest)
-    await s.writeFile('f.txt', 'version two, longer')
-    s.restore(dest)
-    assert.equal((await s.readFile('f.txt')).toString(), 'v1')
-  } finally {
-    await s.close()
-  }
+test('restore overwrites existing files', async (t) => {
+  const s = await openSandbox(t)
+  await s.writeFile('f.txt', 'v1')
+  const dest = path.join(tmpDir(), 'snap.tar.gz')
+  s.snapshot(dest)
+  await s.writeFile('f.txt', 'version two, longer')
+  s.restore(dest)
+  assert.equal((await s.readFile('f.txt')).toString(), 'v1')
 })
 
 const HOSTILE = {
@@ -259,64 +227,52 @@ const HOSTILE = {
 }
 
 for (const [what, members] of Object.entries(HOSTILE)) {
-  test(`restore refuses a hostile archive: ${what}`, async () => {
+  test(`restore refuses a hostile archive: ${what}`, async (t) => {
     const archive = hostileArchive(members)
-    const s = await new Sandbox().open()
-    try {
-      const parent = path.dirname(s.workspacePath)
-      assert.throws(
-        () => s.restore(archive),
-        (e) => e instanceof SandboxError && e.name === 'SandboxError',
-      )
-      assert.ok(!fs.existsSync('/tmp/kst-abs-escape.txt'))
-      assert.ok(!fs.existsSync('/tmp/kst-through.txt'))
-      assert.ok(!fs.existsSync(path.join(parent, 'kst-escape.txt')))
-      assert.ok(!fs.existsSync(path.join(path.dirname(parent), 'kst-escape.txt')))
-      const names = fs.readdirSync(s.workspacePath)
-      for (const n of names)
-        assert.ok(!fs.lstatSync(path.join(s.workspacePath, n)).isSymbolicLink(), `symlink ${n} restored`)
-    } finally {
-      await s.close()
-    }
+    const s = await openSandbox(t)
+    const parent = path.dirname(s.workspacePath)
+    assert.throws(
+      () => s.restore(archive),
+      (e) => e instanceof SandboxError && e.name === 'SandboxError',
+    )
+    assert.ok(!fs.existsSync('/tmp/kst-abs-escape.txt'))
+    assert.ok(!fs.existsSync('/tmp/kst-through.txt'))
+    assert.ok(!fs.existsSync(path.join(parent, 'kst-escape.txt')))
+    assert.ok(!fs.existsSync(path.join(path.dirname(parent), 'kst-escape.txt')))
+    const names = fs.readdirSync(s.workspacePath)
+    for (const n of names)
+      assert.ok(!fs.lstatSync(path.join(s.workspacePath, n)).isSymbolicLink(), `symlink ${n} restored`)
   })
 }
 
-test('restore refuses a directory member with a non-zero size and extracts nothing', async () => {
+test('restore refuses a directory member with a non-zero size and extracts nothing', async (t) => {
   const archive = hostileArchive([
     ['d', 'dir with data', 'hidden'],
     ['d/f.txt', 'file'],
     ['top.txt', 'file'],
   ])
-  const s = await new Sandbox().open()
-  try {
-    assert.throws(
-      () => s.restore(archive),
-      (e) => e instanceof SandboxError && /"d".*non-zero size/.test(e.message),
-    )
-    assert.deepEqual(fs.readdirSync(s.workspacePath), [])
-  } finally {
-    await s.close()
-  }
+  const s = await openSandbox(t)
+  assert.throws(
+    () => s.restore(archive),
+    (e) => e instanceof SandboxError && /"d".*non-zero size/.test(e.message),
+  )
+  assert.deepEqual(fs.readdirSync(s.workspacePath), [])
 })
 
-test('restore does not follow a symlink the box planted in the workspace', async () => {
+test('restore does not follow a symlink the box planted in the workspace', async (t) => {
   const outside = tmpDir('kst-outside-')
   const archive = hostileArchive([
     ['evil', 'dir'],
     ['evil/pwned.txt', 'file', 'pwned'],
   ])
-  const s = await new Sandbox().open()
-  try {
-    const r = await s.run(['sh', '-c', `ln -s ${outside} evil`])
-    assert.equal(r.exitCode, 0, r.stderr)
-    assert.throws(() => s.restore(archive), SandboxError)
-    assert.deepEqual(fs.readdirSync(outside), [], 'nothing written through the planted symlink')
-  } finally {
-    await s.close()
-  }
+  const s = await openSandbox(t)
+  const r = await s.run(['sh', '-c', `ln -s ${outside} evil`])
+  assert.equal(r.exitCode, 0, r.stderr)
+  assert.throws(() => s.restore(archive), SandboxError)
+  assert.deepEqual(fs.readdirSync(outside), [], 'nothing written through the planted symlink')
 })
 
-test('restore stops a gzip bomb at the maxBytes ceiling', async () => {
+test('restore stops a gzip bomb at the maxBytes ceiling', async (t) => {
   // 64 MiB of zeros compresses to ~64 KiB
   const archive = path.join(tmpDir(), 'bomb.tar.gz')
   python(
@@ -334,28 +290,24 @@ with tarfile.open(sys.argv[1], "w:gz") as t:
     archive,
   )
   assert.ok(fs.statSync(archive).size < 1 << 20, 'the bomb is small on disk')
-  const s = await new Sandbox().open()
+  const s = await openSandbox(t)
+  assert.throws(
+    () => s.restore(archive, { maxBytes: 1 << 20 }),
+    (e) => e instanceof SandboxError && /ceiling|maxBytes|more than/i.test(e.message),
+  )
+  let size = 0
   try {
-    assert.throws(
-      () => s.restore(archive, { maxBytes: 1 << 20 }),
-      (e) => e instanceof SandboxError && /ceiling|maxBytes|more than/i.test(e.message),
-    )
-    let size = 0
-    try {
-      size = fs.statSync(path.join(s.workspacePath, 'zeros.bin')).size
-    } catch {
-      /* not created: fine */
-    }
-    assert.ok(size <= 1 << 20, `wrote ${size} bytes past the ceiling`)
-    // the default ceiling lets it through
-    s.restore(archive)
-    assert.equal(fs.statSync(path.join(s.workspacePath, 'zeros.bin')).size, 64 << 20)
-  } finally {
-    await s.close()
+    size = fs.statSync(path.join(s.workspacePath, 'zeros.bin')).size
+  } catch {
+    /* not created: fine */
   }
+  assert.ok(size <= 1 << 20, `wrote ${size} bytes past the ceiling`)
+  // the default ceiling lets it through
+  s.restore(archive)
+  assert.equal(fs.statSync(path.join(s.workspacePath, 'zeros.bin')).size, 64 << 20)
 })
 
-test('malformed input is a SandboxError: not gzip, truncated, missing, bad maxBytes', async () => {
+test('malformed input is a SandboxError: not gzip, truncated, missing, bad maxBytes', async (t) => {
   const d = tmpDir()
   const notGz = path.join(d, 'plain.txt')
   fs.writeFileSync(notGz, 'this is not a tarball')
@@ -367,21 +319,17 @@ test('malformed input is a SandboxError: not gzip, truncated, missing, bad maxBy
   fs.writeFileSync(truncated, full.subarray(0, Math.floor(full.length / 2)))
   const garbageTar = path.join(d, 'garbage.tar.gz')
   fs.writeFileSync(garbageTar, zlib.gzipSync(Buffer.alloc(1024, 0x41)))
-  const s = await new Sandbox().open()
-  try {
-    for (const f of [notGz, truncated, garbageTar, path.join(d, 'missing.tar.gz')]) {
-      assert.throws(
-        () => s.restore(f),
-        (e) => e instanceof SandboxError,
-        path.basename(f),
-      )
-    }
-    assert.throws(() => s.restore(good, { maxBytes: -1 }), SandboxError)
-    assert.throws(() => s.restore(good, { maxBytes: 'big' }), SandboxError)
-    assert.throws(() => sbx.snapshot(path.join(d, 'no-such-dir', 'x.tar.gz')), SandboxError)
-  } finally {
-    await s.close()
+  const s = await openSandbox(t)
+  for (const f of [notGz, truncated, garbageTar, path.join(d, 'missing.tar.gz')]) {
+    assert.throws(
+      () => s.restore(f),
+      (e) => e instanceof SandboxError,
+      path.basename(f),
+    )
   }
+  assert.throws(() => s.restore(good, { maxBytes: -1 }), SandboxError)
+  assert.throws(() => s.restore(good, { maxBytes: 'big' }), SandboxError)
+  assert.throws(() => sbx.snapshot(path.join(d, 'no-such-dir', 'x.tar.gz')), SandboxError)
 })
 
 test('snapshot of a workspace where the box planted a 1 TiB sparse file fails fast instead of blocking Node', async () => {
