@@ -256,7 +256,11 @@ export class Sandbox {
   [Symbol.asyncDispose](): Promise<void>
 }
 
-export class SandboxError extends Error {}
+export class SandboxError extends Error {
+  /** The core's error code (see kern-sandbox's SandboxErrorCode) when the error came from the
+   * core: match on it, never on the message. */
+  code?: string
+}
 /** A cell's or command's timeoutMs passed, or the sandbox was killed mid-request. */
 export class TimeoutError extends SandboxError {}
 export class InvalidArgumentError extends SandboxError {}

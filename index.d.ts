@@ -237,11 +237,39 @@ export class ExecutionResult {
  * What the sandbox does to a workload (timeout, blocked syscall, kill) is never thrown: it is
  * `fault` on the result. */
 export class SandboxError extends Error {
-  /** A stable machine-readable code when the error came from the native core, e.g. `"ERR_SANDBOX"`,
-   * `"ERR_MOUNT_REFUSED"` or `"ERR_NOT_FOUND"` (a workspace path that does not exist): match on it
-   * rather than on the message. */
-  code?: string
+  /** Which error this is, stable across releases: match on it, never on the message (messages
+   * may be reworded). `"ERR_SANDBOX"` unless one of the more precise codes applies. */
+  code: SandboxErrorCode
 }
+/** The codes a SandboxError carries. More may be added in minor releases; treat an unknown one as
+ * `"ERR_SANDBOX"`. */
+export type SandboxErrorCode =
+  /** Anything not told apart below: failed I/O, a failed setup, an internal error. */
+  | 'ERR_SANDBOX'
+  /** A host mount or the workspace was refused as unsafe (a MountRefused). */
+  | 'ERR_MOUNT_REFUSED'
+  /** A workspace path that does not exist. */
+  | 'ERR_NOT_FOUND'
+  /** A workspace path that leads outside the workspace. */
+  | 'ERR_PATH_ESCAPES'
+  /** A file or archive over the size limit the call was given (readFile's maxBytes, snapshot's,
+   * restore's). */
+  | 'ERR_TOO_LARGE'
+  /** An option or argument the binding does not accept. */
+  | 'ERR_INVALID_OPTION'
+  /** A language name the call does not run. */
+  | 'ERR_UNSUPPORTED_LANGUAGE'
+  /** A JavaScript/TypeScript kernel in an image with no node on PATH. */
+  | 'ERR_NO_NODE'
+  /** No kern binary on PATH or at $KERN_BIN. */
+  | 'ERR_NO_KERN'
+  /** A call that needs an open sandbox before open(). */
+  | 'ERR_NOT_OPEN'
+  /** The sandbox was closed while the call ran. */
+  | 'ERR_CLOSED'
+  /** The kernel is closed or went away under the cell; start a new one. */
+  | 'ERR_KERNEL_GONE'
+  | (string & {})
 /** A requested host mount was refused as unsafe (sensitive source, or a relative/escaping path). */
 export class MountRefused extends SandboxError {}
 

@@ -100,11 +100,12 @@ test('native errors carry a stable code', async () => {
   )
   assert.throws(
     () => new kern.Sandbox({ profiles: ['--net'] }),
-    (e) => e.code === 'ERR_SANDBOX',
+    (e) => e.code === 'ERR_INVALID_OPTION',
   )
   const sbx = await new kern.Sandbox().open()
   try {
-    await assert.rejects(sbx.readFile('../x'), (e) => e.code === 'ERR_SANDBOX')
+    await assert.rejects(sbx.readFile('../x'), (e) => e.code === 'ERR_PATH_ESCAPES')
+    await assert.rejects(sbx.readFile('missing'), (e) => e.code === 'ERR_NOT_FOUND')
   } finally {
     await sbx.close()
   }

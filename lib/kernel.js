@@ -1,7 +1,7 @@
 'use strict'
 // Kernel: a warm interpreter in one long-lived box (Sandbox#kernel()).
 
-const { SandboxError } = require('./errors.js')
+const { SandboxError, coded } = require('./errors.js')
 const { show, optionsBag } = require('./options.js')
 const { nativeCall } = require('./calls.js')
 const { richLine, finishResult, deliver } = require('./results.js')
@@ -19,7 +19,8 @@ function kernelLanguage(name = 'python') {
   const key = typeof name === 'string' ? (ALIASES[name] ?? name) : null
   const lang = key !== null && Object.hasOwn(LANGUAGES, key) ? LANGUAGES[key] : null
   if (!lang) {
-    throw new SandboxError(
+    throw coded(
+      'ERR_UNSUPPORTED_LANGUAGE',
       `unsupported kernel language ${show(name)} (expected 'python', 'javascript' ('js', 'node') or 'typescript' ('ts'))`,
     )
   }
@@ -58,7 +59,7 @@ class Kernel {
     opts = optionsBag('runCode', opts)
     if (typeof code !== 'string') throw new SandboxError(`code must be a string, got ${show(code)}`)
     if (opts.timeoutS != null && typeof opts.timeoutS !== 'number') {
-      throw new SandboxError('timeoutS must be a positive number of seconds')
+      throw coded('ERR_INVALID_OPTION', 'timeoutS must be a positive number of seconds')
     }
     if (this.#language.native === 'javascript') {
       if (code.includes('\0')) throw new SandboxError('code must be a string with no NUL byte')

@@ -2,7 +2,7 @@
 // Sandbox: a session on one workspace; every runCode()/run() a fresh box.
 
 const { NativeSandbox } = require('./native.js')
-const { SandboxError, callNative, fromNative } = require('./errors.js')
+const { SandboxError, coded, callNative, fromNative } = require('./errors.js')
 const {
   DEFAULTS,
   EXPOSED,
@@ -42,7 +42,7 @@ class Sandbox {
 
   constructor(opts = {}) {
     opts = opts ?? {}
-    if (typeof opts !== 'object') throw new SandboxError('Sandbox options must be an object')
+    if (typeof opts !== 'object') throw coded('ERR_INVALID_OPTION', 'Sandbox options must be an object')
     for (const key of EXPOSED) {
       const v = opts[key]
       this[key] = v === undefined || (v === null && !NULLABLE_CAPS.has(key)) ? (DEFAULTS[key] ?? null) : v
@@ -81,7 +81,7 @@ class Sandbox {
     if (typeof code !== 'string') throw new TypeError(`code must be a string, got ${typeof code}`)
     const language = opts.language ?? 'python'
     const run = typeof language === 'string' && Object.hasOwn(RUN_LANGUAGES, language) ? RUN_LANGUAGES[language] : null
-    if (!run) throw new SandboxError(`unsupported language ${show(language)} (${RUN_LANGUAGES_TEXT})`)
+    if (!run) throw coded('ERR_UNSUPPORTED_LANGUAGE', `unsupported language ${show(language)} (${RUN_LANGUAGES_TEXT})`)
     const [nativeLanguage, typescript] = run
     if (nativeLanguage === 'javascript' && code.includes('\0')) {
       throw new SandboxError('command/code must be strings with no NUL byte')
@@ -107,7 +107,7 @@ class Sandbox {
 
   async #call(opts, invoke) {
     const timeoutS = opts.timeoutS ?? this.timeoutS
-    if (typeof timeoutS !== 'number') throw new SandboxError('timeoutS must be a positive number of seconds')
+    if (typeof timeoutS !== 'number') throw coded('ERR_INVALID_OPTION', 'timeoutS must be a positive number of seconds')
     const r = await nativeCall(
       opts,
       this,
@@ -124,7 +124,7 @@ class Sandbox {
   async kernel(opts = {}) {
     opts = optionsBag('kernel', opts)
     const timeoutS = opts.timeoutS ?? this.timeoutS
-    if (typeof timeoutS !== 'number') throw new SandboxError('timeoutS must be a positive number of seconds')
+    if (typeof timeoutS !== 'number') throw coded('ERR_INVALID_OPTION', 'timeoutS must be a positive number of seconds')
     const language = kernelLanguage(opts.language ?? 'python')
     if (opts.image != null) checkType('image', opts.image, 'string')
     const native = await callNative(() => this.#native.kernel(timeoutS, language.native, opts.image ?? undefined))

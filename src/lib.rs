@@ -147,13 +147,20 @@ pub fn cleanup_now(env: Env) {
     lifecycle::cleanup::on_env_exit(env.raw() as usize);
 }
 
+/// Every error code the native side tags its errors with; lib/errors.js's table must cover them.
+#[napi]
+pub fn error_codes() -> Vec<&'static str> {
+    Error::CODES.to_vec()
+}
+
 fn nonnegative_bytes(v: Option<f64>, what: &str) -> napi::Result<Option<u64>> {
     match v {
         None => Ok(None),
         Some(n) if n.is_finite() && n >= 0.0 => Ok(Some(n.min(u64::MAX as f64) as u64)),
-        Some(_) => {
-            Err(Error::sandbox(format!("{what} must be a non-negative number of bytes")).into())
-        }
+        Some(_) => Err(Error::InvalidOption(format!(
+            "{what} must be a non-negative number of bytes"
+        ))
+        .into()),
     }
 }
 

@@ -62,13 +62,15 @@ function liveOutput(extra, notes) {
   return { onStdout: stream(emit('')), onStderr: stream(notes.liveFilter(emit('[stderr] '))) }
 }
 
+/** Hints for the model, by the SandboxError's code. */
+const HINTS = {
+  ERR_PATH_ESCAPES: ' Paths are relative to the workspace (/workspace in the box) and must stay inside it.',
+  ERR_TOO_LARGE: ' Read a part of it with run_code instead (e.g. head, tail, or Python slicing).',
+}
+
 /** A SandboxError as the message the model sees, with a hint where one helps. */
 function sandboxMessage(e, what) {
-  let hint = ''
-  if (/escapes the workspace/.test(e.message))
-    hint = ' Paths are relative to the workspace (/workspace in the box) and must stay inside it.'
-  else if (/read limit/.test(e.message))
-    hint = ' Read a part of it with run_code instead (e.g. head, tail, or Python slicing).'
+  const hint = (Object.hasOwn(HINTS, e.code) && HINTS[e.code]) || ''
   return `${what}: ${e.message}.${hint}`
 }
 

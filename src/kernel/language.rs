@@ -4,6 +4,9 @@
 use crate::errors::{Error, Result};
 use crate::kernel::rich;
 
+/// How the JS launcher (js/launch.sh) exits when the image has no node: sh's "command not found".
+pub const EXIT_NO_INTERPRETER: i32 = 127;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Language {
     Python,
@@ -16,7 +19,7 @@ impl Language {
         match name {
             "python" => Ok(Language::Python),
             "javascript" => Ok(Language::JavaScript),
-            other => Err(Error::sandbox(format!(
+            other => Err(Error::UnsupportedLanguage(format!(
                 "unsupported kernel language {other:?} (expected 'python', 'javascript' or 'typescript')"
             ))),
         }

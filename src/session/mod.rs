@@ -112,8 +112,8 @@ impl Session {
             .unwrap_or_else(|p| p.into_inner())
             .clone()
             .ok_or_else(|| {
-                Error::sandbox(
-                    "open the Sandbox first: `await sandbox.open()` (or use withSandbox()).",
+                Error::NotOpen(
+                    "open the Sandbox first: `await sandbox.open()` (or use withSandbox()).".into(),
                 )
             })
     }
@@ -264,7 +264,7 @@ impl Session {
         // Python and JavaScript go through their rich-result runner; bash is the one other.
         let rich = Language::parse(language).ok();
         if rich.is_none() && language != "bash" {
-            return Err(Error::sandbox(format!(
+            return Err(Error::UnsupportedLanguage(format!(
                 "unsupported language {language:?} (expected 'python', 'bash', 'node', \
                  'javascript' or 'typescript')"
             )));
@@ -416,8 +416,8 @@ impl Session {
         // A close() that ran while the kernel started must not leave it behind.
         if !self.is_open() {
             kernel.close().await;
-            return Err(Error::sandbox(
-                "the sandbox was closed while the kernel was starting",
+            return Err(Error::Closed(
+                "the sandbox was closed while the kernel was starting".into(),
             ));
         }
         Ok(kernel)
@@ -475,7 +475,7 @@ impl Session {
     fn check_env(&self) -> Result<()> {
         match &self.cfg.env_file {
             Ok(_) => Ok(()),
-            Err(e) => Err(Error::Sandbox(e.clone())),
+            Err(e) => Err(Error::InvalidOption(e.clone())),
         }
     }
 
@@ -715,7 +715,9 @@ fn outcome(run: BoxRun, timeout_s: f64, files: Vec<FileInfo>) -> Outcome {
 fn stop_error(why: StopReason) -> Error {
     match why {
         StopReason::Aborted => Error::Aborted,
-        StopReason::Closed => Error::sandbox("the sandbox was closed while the call was running"),
+        StopReason::Closed => {
+            Error::Closed("the sandbox was closed while the call was running".into())
+        }
     }
 }
 
