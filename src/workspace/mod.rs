@@ -271,7 +271,9 @@ impl Workspace {
         // The size is the box's to choose: never allocate from it up front beyond a chunk, and
         // grow with try_reserve so memory pressure is an error, not an abort of Node.
         let mut out: Vec<u8> = Vec::new();
-        let mut f = f.take(max + 1);
+        // One past the limit tells a file that grew from one that is exactly at it; saturating, as
+        // a maxBytes past u64 means no limit (a wrapped 0 would read nothing).
+        let mut f = f.take(max.saturating_add(1));
         let mut chunk = vec![0u8; (size.min(1 << 20) as usize).max(8192)];
         loop {
             let n = match f.read(&mut chunk) {
