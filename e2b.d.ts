@@ -21,9 +21,10 @@ export type {
   UnknownChart,
 } from './index.js'
 
-/** A code context's language as runCode and createCodeContext take it. `"r"` and `"java"` are
- * E2B languages that reject here (no R or Java kernel). */
-export type RunCodeLanguage = 'python' | 'js' | 'javascript' | 'ts' | 'typescript' | 'bash' | 'r' | 'java'
+/** A code context's language as runCode and createCodeContext take it, in any case. `"r"` and
+ * `"java"` are E2B languages that reject here (no R or Java kernel). */
+export type RunCodeLanguage =
+  'python' | 'python3' | 'js' | 'javascript' | 'node' | 'ts' | 'typescript' | 'bash' | 'sh' | 'r' | 'java'
 
 /** A code context: one warm kernel, independent of the others. */
 export interface Context {

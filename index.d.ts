@@ -353,12 +353,32 @@ export interface SandboxOptions {
 
 /** The language runCode() runs `code` as. Match the image to it (python -> a python image, ...).
  * "node", "javascript"/"js" and "typescript"/"ts" run as one JavaScript cell (types stripped on
- * the host) and hand back `results` and `error` as a kernel cell does. */
-export type Language = 'python' | 'bash' | 'node' | 'javascript' | 'js' | 'typescript' | 'ts'
+ * the host) and hand back `results` and `error` as a kernel cell does. "python3" is an alias of
+ * "python", "sh" of "bash". Names are case-sensitive. */
+export type Language = 'python' | 'python3' | 'bash' | 'sh' | 'node' | 'javascript' | 'js' | 'typescript' | 'ts'
 
 /** The language of a warm kernel. "js" and "node" are aliases of "javascript", "ts" of
- * "typescript". */
-export type KernelLanguage = 'python' | 'javascript' | 'js' | 'node' | 'typescript' | 'ts'
+ * "typescript", "python3" of "python". */
+export type KernelLanguage = 'python' | 'python3' | 'javascript' | 'js' | 'node' | 'typescript' | 'ts'
+
+/** Every language name runCode() accepts (canonical names first, then aliases). */
+export const LANGUAGE_NAMES: readonly Language[]
+
+/** A language as resolveLanguage() gives it. */
+export interface LanguageInfo {
+  /** The canonical name. */
+  readonly name: 'python' | 'bash' | 'javascript' | 'typescript'
+  /** The name the native core runs it as ("typescript" runs as "javascript"). */
+  readonly native: 'python' | 'bash' | 'javascript'
+  /** Whether kernel() runs it (bash is one-shot only). */
+  readonly kernel: boolean
+  /** Whether its cells are TypeScript, stripped of types on the host. */
+  readonly typescript: boolean
+}
+
+/** The language a name (or alias) names, as every entry point resolves it; an unknown name throws
+ * a SandboxError with code "ERR_UNSUPPORTED_LANGUAGE". `kernel`: only languages a kernel runs. */
+export function resolveLanguage(name: unknown, opts?: { kernel?: boolean }): LanguageInfo
 
 /** Options for one run()/runCode() call. Each overrides the session's value for that call only.
  * (The name is the later upstream SDK's, so code typed against it keeps compiling.) */

@@ -12,6 +12,7 @@ const { Result, ExecutionResult } = require('./lib/results.js')
 const { ChartType, ScaleType } = require('./lib/charts.js')
 const { Sandbox } = require('./lib/sandbox.js')
 const { Kernel } = require('./lib/kernel.js')
+const { LANGUAGE_NAMES, resolveLanguage } = require('./lib/languages.js')
 
 /** Opens a Sandbox, runs `fn(sandbox)`, and closes it even if `fn` throws. */
 async function withSandbox(opts, fn) {
@@ -48,5 +49,7 @@ module.exports = {
   MountRefused,
   ChartType,
   ScaleType,
+  LANGUAGE_NAMES,
+  resolveLanguage,
   version: pkg.version,
 }

@@ -6,25 +6,13 @@ const { show, optionsBag } = require('./options.js')
 const { nativeCall } = require('./calls.js')
 const { richLine, finishResult, deliver } = require('./results.js')
 const { prepareCell, warm } = require('./jscell.js')
+const { LANGUAGES, resolveLanguage } = require('./languages.js')
 
-/** Kernel languages by the names (and aliases) `kernel({ language })` takes. */
-const LANGUAGES = {
-  python: { name: 'python', native: 'python' },
-  javascript: { name: 'javascript', native: 'javascript' },
-  typescript: { name: 'typescript', native: 'javascript', typescript: true },
-}
-const ALIASES = { js: 'javascript', node: 'javascript', ts: 'typescript' }
-
+/** The language a kernel runs `name` in (lib/languages.js); a JavaScript one starts warming the
+ * host-side cell preparation. */
 function kernelLanguage(name = 'python') {
-  const key = typeof name === 'string' ? (ALIASES[name] ?? name) : null
-  const lang = key !== null && Object.hasOwn(LANGUAGES, key) ? LANGUAGES[key] : null
-  if (!lang) {
-    throw coded(
-      'ERR_UNSUPPORTED_LANGUAGE',
-      `unsupported kernel language ${show(name)} (expected 'python', 'javascript' ('js', 'node') or 'typescript' ('ts'))`,
-    )
-  }
-  if (lang.native === 'javascript') warm(!!lang.typescript)
+  const lang = resolveLanguage(name, { kernel: true })
+  if (lang.native === 'javascript') warm(lang.typescript)
   return lang
 }
 

@@ -7,7 +7,6 @@ const {
   DEFAULTS,
   EXPOSED,
   NULLABLE_CAPS,
-  show,
   nativeOptions,
   checkCallback,
   checkType,
@@ -20,20 +19,8 @@ const {
 const { chunkSink, nativeCall, cancellable } = require('./calls.js')
 const { finishResult } = require('./results.js')
 const { Kernel, kernelLanguage } = require('./kernel.js')
+const { resolveLanguage } = require('./languages.js')
 const { prepareCell } = require('./jscell.js')
-
-/** One-shot runCode languages: what the native side runs, and whether the code is prepared as a
- * JavaScript cell (TypeScript: with its types stripped) first. */
-const RUN_LANGUAGES = {
-  python: ['python'],
-  bash: ['bash'],
-  node: ['javascript', false],
-  javascript: ['javascript', false],
-  js: ['javascript', false],
-  typescript: ['javascript', true],
-  ts: ['javascript', true],
-}
-const RUN_LANGUAGES_TEXT = "'python' | 'bash' | 'node' | 'javascript' | 'typescript'"
 
 /** A configured kernel sandbox. Files persist in the workspace across calls; every
  * runCode()/run() is a fresh, network-off box. */
@@ -79,15 +66,12 @@ class Sandbox {
   async runCode(code, opts = {}) {
     opts = optionsBag('runCode', opts)
     if (typeof code !== 'string') throw new TypeError(`code must be a string, got ${typeof code}`)
-    const language = opts.language ?? 'python'
-    const run = typeof language === 'string' && Object.hasOwn(RUN_LANGUAGES, language) ? RUN_LANGUAGES[language] : null
-    if (!run) throw coded('ERR_UNSUPPORTED_LANGUAGE', `unsupported language ${show(language)} (${RUN_LANGUAGES_TEXT})`)
-    const [nativeLanguage, typescript] = run
-    if (nativeLanguage === 'javascript' && code.includes('\0')) {
+    const lang = resolveLanguage(opts.language ?? 'python')
+    if (lang.native === 'javascript' && code.includes('\0')) {
       throw new SandboxError('command/code must be strings with no NUL byte')
     }
-    const body = nativeLanguage === 'javascript' ? prepareCell(code, { typescript }) : code
-    return this.#call(opts, (call, out, err) => this.#native.runCode(body, nativeLanguage, call, out, err))
+    const body = lang.native === 'javascript' ? prepareCell(code, { typescript: lang.typescript }) : code
+    return this.#call(opts, (call, out, err) => this.#native.runCode(body, lang.native, call, out, err))
   }
 
   /** Runs an argv array (never a shell string) in a fresh box. */

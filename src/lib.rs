@@ -275,9 +275,13 @@ impl NativeSandbox {
         on_stdout: Option<ChunkFn>,
         on_stderr: Option<ChunkFn>,
     ) -> napi::Result<PromiseRaw<'e, NativeResult>> {
-        self.box_call(env, call, (on_stdout, on_stderr), |s, opts| async move {
-            s.run_code(code, &language, opts).await
-        })
+        let language = kernel::language::Language::parse(&language)?;
+        self.box_call(
+            env,
+            call,
+            (on_stdout, on_stderr),
+            move |s, opts| async move { s.run_code(code, language, opts).await },
+        )
     }
 
     /// Aborts the call registered under `call_id`, tearing its box down like a timeout.
@@ -492,7 +496,7 @@ impl NativeSandbox {
         ipython: Option<bool>,
     ) -> napi::Result<PromiseRaw<'e, NativeKernel>> {
         let timeout_s = timeout_s.map(options::check_timeout).transpose()?;
-        let language = kernel::language::Language::parse(&language)?;
+        let language = kernel::language::Language::parse(&language)?.kernel()?;
         let image = image.map(options::check_image).transpose()?;
         let s = self.inner.clone();
         promise(env, async move {

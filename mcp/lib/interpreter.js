@@ -7,7 +7,7 @@
 const crypto = require('node:crypto')
 const fs = require('node:fs')
 const path = require('node:path')
-const { Sandbox, SandboxError } = require('kern-sandbox')
+const { Sandbox, SandboxError, resolveLanguage } = require('kern-sandbox')
 
 /** Above this, code goes to a workspace file rather than argv (one argv string is limited to
  * 128 KiB by Linux). */
@@ -89,13 +89,12 @@ class Interpreter {
   async run(code, language, opts) {
     const sbx = await this.session()
     const call = { timeoutS: opts.timeoutS, signal: opts.signal, onStdout: opts.onStdout, onStderr: opts.onStderr }
-    if (language === 'python' || language === 'javascript' || language === 'typescript') {
-      if (this.#config.kernel) return this.#inKernel(language, code, call)
-      return { result: await sbx.runCode(code, { ...call, language }), warmKernel: false, stateLost: null }
+    const lang = resolveLanguage(language)
+    if (lang.kernel) {
+      if (this.#config.kernel) return this.#inKernel(lang.name, code, call)
+      return { result: await sbx.runCode(code, { ...call, language: lang.name }), warmKernel: false, stateLost: null }
     }
-    if (language === 'bash')
-      return { result: await this.#shellBox(sbx, code, call), warmKernel: false, stateLost: null }
-    throw new SandboxError(`unsupported language ${JSON.stringify(language)}`)
+    return { result: await this.#shellBox(sbx, code, call), warmKernel: false, stateLost: null }
   }
 
   async #inKernel(language, code, call) {

@@ -28,7 +28,7 @@ use crate::lifecycle::fault::{self, Ending, Fault};
 use crate::lifecycle::outcome::Outcome;
 use crate::lifecycle::spawn::{Pipes, Resident};
 use crate::output::{ChunkFn, Sink, QUEUE_DEPTH};
-use language::Language;
+use language::Driver;
 use protocol::{FrameReader, ReadError};
 
 /// A JS callback handed each result (as its JSON text) as it is produced; weak, like ChunkFn.
@@ -147,7 +147,7 @@ impl Kernel {
         pipes: Pipes,
         cap: usize,
         marker: String,
-        language: Language,
+        language: Driver,
         startup: Duration,
         stop: &Cancel,
     ) -> Result<Arc<Kernel>> {
@@ -624,13 +624,13 @@ impl Server {
 
     /// Why the box ended before its driver was ready: kern's own error, as one-shot calls
     /// report a box that did not start. The JS launcher exits 127 when the image has no node.
-    async fn startup_failure(&mut self, language: Language) -> Error {
+    async fn startup_failure(&mut self, language: Driver) -> Error {
         let (exit_code, classified, stderr) = self.ended().await;
         let (text, no_node) = match classified {
             Some(f) if f.kind == "startup_failed" => (f.message, false),
             _ => (
                 fault::without_kern_notices(&stderr).trim().to_string(),
-                language == Language::JavaScript && exit_code == language::EXIT_NO_INTERPRETER,
+                language == Driver::JavaScript && exit_code == language::EXIT_NO_INTERPRETER,
             ),
         };
         let why = if text.is_empty() {

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use crate::errors::{Error, Result};
-use crate::kernel::language::Language;
+use crate::kernel::language::{Driver, Language};
 use crate::kernel::rich::{self, CellFiles};
 use crate::kernel::Kernel;
 use crate::lifecycle::argv::{self, BoxSpec};
@@ -24,8 +24,9 @@ use crate::workspace::snapshot::Stop;
 use crate::workspace::track::{self, FileInfo, LiveIndex};
 use crate::workspace::{self, Workspace};
 
-/// Code longer than this goes through a workspace file instead of argv (ARG_MAX guard).
-const INLINE_CODE_MAX: usize = 128 * 1024;
+/// Shell code longer than this goes through a workspace file instead of argv: Linux holds one
+/// argv string to 128 KiB, its NUL included.
+const INLINE_CODE_MAX: usize = 100 * 1024;
 const SETUP_MIN_TIMEOUT_S: f64 = 120.0;
 /// kern's own deadline for a kernel box: the kernel's close() or a cell's timeout ends it first.
 const KERNEL_BACKSTOP_S: f64 = 24.0 * 3600.0;
@@ -254,29 +255,27 @@ impl Session {
         self.exec(command, opts, false).await
     }
 
-    /// `code` is the prepared cell (JSON, lib/jscell.js) for "javascript", the source otherwise.
+    /// `code` is the prepared cell (JSON, lib/jscell.js) for JavaScript, the source otherwise.
     pub async fn run_code(
         self: &Arc<Self>,
         code: String,
-        language: &str,
+        language: Language,
         opts: CallOptions,
     ) -> Result<Outcome> {
-        // Python and JavaScript go through their rich-result runner; bash is the one other.
-        let rich = Language::parse(language).ok();
-        if rich.is_none() && language != "bash" {
-            return Err(Error::UnsupportedLanguage(format!(
-                "unsupported language {language:?} (expected 'python', 'bash', 'node', \
-                 'javascript' or 'typescript')"
-            )));
-        }
         if code.contains('\0') {
             return Err(Error::sandbox(
                 "command/code must be strings with no NUL byte",
             ));
         }
-        if let Some(lang) = rich {
-            return self.run_with_runner(code, lang, opts).await;
+        match language.driver() {
+            Some(driver) => self.run_with_runner(code, driver, opts).await,
+            None => self.run_shell(code, opts).await,
         }
+    }
+
+    /// A shell cell, the one place one runs: inline in argv, or, past what one argv string
+    /// holds, from a workspace file removed afterwards.
+    async fn run_shell(self: &Arc<Self>, code: String, opts: CallOptions) -> Result<Outcome> {
         if code.len() <= INLINE_CODE_MAX {
             return self
                 .exec(vec!["sh".into(), "-c".into(), code], opts, false)
@@ -308,7 +307,7 @@ impl Session {
     async fn run_with_runner(
         self: &Arc<Self>,
         code: String,
-        language: Language,
+        language: Driver,
         opts: CallOptions,
     ) -> Result<Outcome> {
         let opened = self.opened()?;
@@ -321,8 +320,8 @@ impl Session {
         .await
         .inspect_err(|_| remove_helpers(&opened, &files))?;
         let interpreter = match language {
-            Language::Python => "python3",
-            Language::JavaScript => "node",
+            Driver::Python => "python3",
+            Driver::JavaScript => "node",
         };
         let runner = format!("{}/{}", self.cfg.box_workspace, files.runner);
         let result = self
@@ -346,7 +345,7 @@ impl Session {
     /// kernels take them.
     pub async fn open_kernel(
         self: &Arc<Self>,
-        language: Language,
+        language: Driver,
         image: Option<String>,
         timeout_s: Option<f64>,
         ipython: bool,
@@ -357,7 +356,7 @@ impl Session {
         let marker = format!("kern-kernel-{}", random_hex(8));
         let mut command = language.command(&marker);
         if ipython {
-            if language != Language::Python {
+            if language != Driver::Python {
                 return Err(Error::sandbox(
                     "IPython-style cells are for Python kernels only",
                 ));
