@@ -119,7 +119,7 @@ test('language: bash runs bash (arrays, [[ ]], brace expansion); node and javasc
   assert.equal(big.isError, false, textOf(big))
   assert.match(textOf(big), /^big:z$/m)
   assert.deepEqual(
-    fs.readdirSync(workspace).filter((n) => n.startsWith('.kern-mcp-cell-')),
+    fs.readdirSync(workspace).filter((n) => n.startsWith('.cell-')),
     [],
   )
   for (const language of ['node', 'javascript']) {

@@ -273,25 +273,19 @@ impl Session {
         }
     }
 
-    /// A shell cell, the one place one runs: inline in argv, or, past what one argv string
-    /// holds, from a workspace file removed afterwards.
+    /// A shell cell, the one place one runs: bash where the image has it, else sh (see
+    /// `shell_cell`); the code inline in argv, or, past what one argv string holds, from a
+    /// workspace file removed afterwards.
     async fn run_shell(self: &Arc<Self>, code: String, opts: CallOptions) -> Result<Outcome> {
         if code.len() <= INLINE_CODE_MAX {
-            return self
-                .exec(vec!["sh".into(), "-c".into(), code], opts, false)
-                .await;
+            return self.exec(shell_cell(true, code), opts, false).await;
         }
         let opened = self.opened()?;
         let cell = format!(".cell-{}.sh", random_hex(4));
         let (o, c) = (opened.clone(), cell.clone());
         blocking(move || o.ws.write_file(&c, code.as_bytes())).await?;
-        let result = self
-            .exec(
-                vec!["sh".into(), format!("{}/{cell}", self.cfg.box_workspace)],
-                opts,
-                false,
-            )
-            .await;
+        let file = format!("{}/{cell}", self.cfg.box_workspace);
+        let result = self.exec(shell_cell(false, file), opts, false).await;
         let (o, c) = (opened, cell);
         let _ = blocking(move || {
             o.ws.remove_file(&c);
@@ -732,6 +726,24 @@ fn write_private(p: &Path, body: &[u8]) -> Result<()> {
         .map_err(|e| Error::io(format!("cannot write the env file {}", p.display()), e))?;
     f.write_all(body)
         .map_err(|e| Error::io("cannot write the env file", e))
+}
+
+/// The box command of a shell cell: bash where the image has it, sh where it does not, decided
+/// in the box by one sh (no second box start). `$1` is the code (`inline`) or the file holding
+/// it, so it is only ever an argument, never part of a command line.
+fn shell_cell(inline: bool, code_or_file: String) -> Vec<String> {
+    let script = if inline {
+        r#"command -v bash >/dev/null 2>&1 && exec bash -c "$1"; exec sh -c "$1""#
+    } else {
+        r#"command -v bash >/dev/null 2>&1 && exec bash "$1"; exec sh "$1""#
+    };
+    vec![
+        "sh".into(),
+        "-c".into(),
+        script.into(),
+        "kern-sandbox-shell".into(),
+        code_or_file,
+    ]
 }
 
 fn remove_helpers(opened: &Opened, files: &CellFiles) {
