@@ -21,9 +21,10 @@ export type {
   UnknownChart,
 } from './index.js'
 
-/** A code context's language as runCode and createCodeContext take it. `"r"` and `"java"` are
- * E2B languages that reject here (no R or Java kernel). */
-export type RunCodeLanguage = 'python' | 'js' | 'javascript' | 'ts' | 'typescript' | 'bash' | 'r' | 'java'
+/** A code context's language as runCode and createCodeContext take it, in any case. `"r"` and
+ * `"java"` are E2B languages that reject here (no R or Java kernel). */
+export type RunCodeLanguage =
+  'python' | 'python3' | 'js' | 'javascript' | 'node' | 'ts' | 'typescript' | 'bash' | 'sh' | 'r' | 'java'
 
 /** A code context: one warm kernel, independent of the others. */
 export interface Context {
@@ -256,7 +257,11 @@ export class Sandbox {
   [Symbol.asyncDispose](): Promise<void>
 }
 
-export class SandboxError extends Error {}
+export class SandboxError extends Error {
+  /** The core's error code (see kern-sandbox's SandboxErrorCode) when the error came from the
+   * core: match on it, never on the message. */
+  code?: string
+}
 /** A cell's or command's timeoutMs passed, or the sandbox was killed mid-request. */
 export class TimeoutError extends SandboxError {}
 export class InvalidArgumentError extends SandboxError {}

@@ -244,11 +244,39 @@ export class ExecutionResult {
  * What the sandbox does to a workload (timeout, blocked syscall, kill) is never thrown: it is
  * `fault` on the result. */
 export class SandboxError extends Error {
-  /** A stable machine-readable code when the error came from the native core, e.g. `"ERR_SANDBOX"`,
-   * `"ERR_MOUNT_REFUSED"` or `"ERR_NOT_FOUND"` (a workspace path that does not exist): match on it
-   * rather than on the message. */
-  code?: string
+  /** Which error this is, stable across releases: match on it, never on the message (messages
+   * may be reworded). `"ERR_SANDBOX"` unless one of the more precise codes applies. */
+  code: SandboxErrorCode
 }
+/** The codes a SandboxError carries. More may be added in minor releases; treat an unknown one as
+ * `"ERR_SANDBOX"`. */
+export type SandboxErrorCode =
+  /** Anything not told apart below: failed I/O, a failed setup, an internal error. */
+  | 'ERR_SANDBOX'
+  /** A host mount or the workspace was refused as unsafe (a MountRefused). */
+  | 'ERR_MOUNT_REFUSED'
+  /** A workspace path that does not exist. */
+  | 'ERR_NOT_FOUND'
+  /** A workspace path that leads outside the workspace. */
+  | 'ERR_PATH_ESCAPES'
+  /** A file or archive over the size limit the call was given (readFile's maxBytes, snapshot's,
+   * restore's). */
+  | 'ERR_TOO_LARGE'
+  /** An option or argument the binding does not accept. */
+  | 'ERR_INVALID_OPTION'
+  /** A language name the call does not run. */
+  | 'ERR_UNSUPPORTED_LANGUAGE'
+  /** A JavaScript/TypeScript kernel in an image with no node on PATH. */
+  | 'ERR_NO_NODE'
+  /** No kern binary on PATH or at $KERN_BIN. */
+  | 'ERR_NO_KERN'
+  /** A call that needs an open sandbox before open(). */
+  | 'ERR_NOT_OPEN'
+  /** The sandbox was closed while the call ran. */
+  | 'ERR_CLOSED'
+  /** The kernel is closed or went away under the cell; start a new one. */
+  | 'ERR_KERNEL_GONE'
+  | (string & {})
 /** A requested host mount was refused as unsafe (sensitive source, or a relative/escaping path). */
 export class MountRefused extends SandboxError {}
 
@@ -343,12 +371,32 @@ export interface SandboxOptions {
 
 /** The language runCode() runs `code` as. Match the image to it (python -> a python image, ...).
  * "node", "javascript"/"js" and "typescript"/"ts" run as one JavaScript cell (types stripped on
- * the host) and hand back `results` and `error` as a kernel cell does. */
-export type Language = 'python' | 'bash' | 'node' | 'javascript' | 'js' | 'typescript' | 'ts'
+ * the host) and hand back `results` and `error` as a kernel cell does. "python3" is an alias of
+ * "python", "sh" of "bash". Names are case-sensitive. */
+export type Language = 'python' | 'python3' | 'bash' | 'sh' | 'node' | 'javascript' | 'js' | 'typescript' | 'ts'
 
 /** The language of a warm kernel. "js" and "node" are aliases of "javascript", "ts" of
- * "typescript". */
-export type KernelLanguage = 'python' | 'javascript' | 'js' | 'node' | 'typescript' | 'ts'
+ * "typescript", "python3" of "python". */
+export type KernelLanguage = 'python' | 'python3' | 'javascript' | 'js' | 'node' | 'typescript' | 'ts'
+
+/** Every language name runCode() accepts (canonical names first, then aliases). */
+export const LANGUAGE_NAMES: readonly Language[]
+
+/** A language as resolveLanguage() gives it. */
+export interface LanguageInfo {
+  /** The canonical name. */
+  readonly name: 'python' | 'bash' | 'javascript' | 'typescript'
+  /** The name the native core runs it as ("typescript" runs as "javascript"). */
+  readonly native: 'python' | 'bash' | 'javascript'
+  /** Whether kernel() runs it (bash is one-shot only). */
+  readonly kernel: boolean
+  /** Whether its cells are TypeScript, stripped of types on the host. */
+  readonly typescript: boolean
+}
+
+/** The language a name (or alias) names, as every entry point resolves it; an unknown name throws
+ * a SandboxError with code "ERR_UNSUPPORTED_LANGUAGE". `kernel`: only languages a kernel runs. */
+export function resolveLanguage(name: unknown, opts?: { kernel?: boolean }): LanguageInfo
 
 /** Options for one run()/runCode() call. Each overrides the session's value for that call only.
  * (The name is the later upstream SDK's, so code typed against it keeps compiling.) */

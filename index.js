@@ -12,6 +12,7 @@ const { Result, ExecutionResult } = require('./lib/results.js')
 const { ChartType, ScaleType } = require('./lib/charts.js')
 const { Sandbox } = require('./lib/sandbox.js')
 const { Kernel } = require('./lib/kernel.js')
+const { LANGUAGE_NAMES, resolveLanguage } = require('./lib/languages.js')
 
 async function withSandbox(opts, fn) {
   if (typeof opts === 'function') {
@@ -46,5 +47,7 @@ module.exports = {
   MountRefused,
   ChartType,
   ScaleType,
+  LANGUAGE_NAMES,
+  resolveLanguage,
   version: pkg.version,
 }

@@ -12,6 +12,8 @@ export const {
   MountRefused,
   ChartType,
   ScaleType,
+  LANGUAGE_NAMES,
+  resolveLanguage,
   version,
 } = kern
 export default kern

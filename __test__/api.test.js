@@ -93,10 +93,11 @@ test('native errors carry a stable code', async (t) => {
   )
   assert.throws(
     () => new kern.Sandbox({ profiles: ['--net'] }),
-    (e) => e.code === 'ERR_SANDBOX',
+    (e) => e.code === 'ERR_INVALID_OPTION',
   )
   const sbx = await openSandbox(t)
-  await assert.rejects(sbx.readFile('../x'), (e) => e.code === 'ERR_SANDBOX')
+  await assert.rejects(sbx.readFile('../x'), (e) => e.code === 'ERR_PATH_ESCAPES')
+  await assert.rejects(sbx.readFile('missing'), (e) => e.code === 'ERR_NOT_FOUND')
 })
 
 test('wrongly typed options are a SandboxError, not a raw napi error', () => {

@@ -735,6 +735,8 @@ test('readFile(path, { maxBytes }): a non-negative number of bytes', async () =>
     /limit|maxBytes/,
   )
   c.done()
+  // A limit past what 64 bits hold is no limit, not a read of nothing.
+  assert.equal(String(await sbx.readFile('present.txt', { maxBytes: 2 ** 64 })), 'present')
 })
 
 test('listFiles(subdir): not a string is a TypeError; an unusable one a SandboxError', async () => {

@@ -221,7 +221,7 @@ test('context and language together reject, as E2B does; R and Java reject clear
   }
   await assert.rejects(
     sbx.runCode('1', { language: 'cobol' }),
-    (e) => e instanceof InvalidArgumentError && /unsupported language 'cobol'/.test(e.message),
+    (e) => e instanceof InvalidArgumentError && /unsupported language "cobol"/.test(e.message),
   )
   await assert.rejects(sbx.runCode(42), InvalidArgumentError)
   await assert.rejects(sbx.runCode('1', { timeoutMs: -1 }), InvalidArgumentError)

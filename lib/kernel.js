@@ -2,29 +2,18 @@
 // Kernel: a warm interpreter in one long-lived box (Sandbox#kernel()). Its API is documented in
 // index.d.ts; the comments here say how it is done.
 
-const { SandboxError } = require('./errors.js')
+const { SandboxError, coded } = require('./errors.js')
 const { show, optionsBag } = require('./options.js')
 const { nativeCall } = require('./calls.js')
 const { richLine, finishResult, deliver } = require('./results.js')
 const { prepareCell, warm } = require('./jscell.js')
+const { LANGUAGES, resolveLanguage } = require('./languages.js')
 
-/** Kernel languages by the names (and aliases) `kernel({ language })` takes. */
-const LANGUAGES = {
-  python: { name: 'python', native: 'python' },
-  javascript: { name: 'javascript', native: 'javascript' },
-  typescript: { name: 'typescript', native: 'javascript', typescript: true },
-}
-const ALIASES = { js: 'javascript', node: 'javascript', ts: 'typescript' }
-
+/** The language a kernel runs `name` in (lib/languages.js); a JavaScript one starts warming the
+ * host-side cell preparation. */
 function kernelLanguage(name = 'python') {
-  const key = typeof name === 'string' ? (ALIASES[name] ?? name) : null
-  const lang = key !== null && Object.hasOwn(LANGUAGES, key) ? LANGUAGES[key] : null
-  if (!lang) {
-    throw new SandboxError(
-      `unsupported kernel language ${show(name)} (expected 'python', 'javascript' ('js', 'node') or 'typescript' ('ts'))`,
-    )
-  }
-  if (lang.native === 'javascript') warm(!!lang.typescript)
+  const lang = resolveLanguage(name, { kernel: true })
+  if (lang.native === 'javascript') warm(lang.typescript)
   return lang
 }
 
@@ -55,7 +44,7 @@ class Kernel {
     opts = optionsBag('runCode', opts)
     if (typeof code !== 'string') throw new SandboxError(`code must be a string, got ${show(code)}`)
     if (opts.timeoutS != null && typeof opts.timeoutS !== 'number') {
-      throw new SandboxError('timeoutS must be a positive number of seconds')
+      throw coded('ERR_INVALID_OPTION', 'timeoutS must be a positive number of seconds')
     }
     if (this.#language.native === 'javascript') {
       if (code.includes('\0')) throw new SandboxError('code must be a string with no NUL byte')

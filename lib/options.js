@@ -3,7 +3,7 @@
 // side validates values.
 
 const native = require('./native.js')
-const { SandboxError, MountRefused } = require('./errors.js')
+const { MountRefused, coded } = require('./errors.js')
 
 /** Each option's default, from the native side, which applies them: set here only to expose them
  * as a Sandbox's properties, as 0.1.1 did. Options not listed default to null. */
@@ -65,21 +65,26 @@ function show(v) {
 
 function checkType(key, v, type) {
   if (type !== 'string[]') {
-    if (typeof v !== type) throw new SandboxError(`invalid option ${key}: expected a ${type}, got ${show(v)}`)
+    if (typeof v !== type)
+      throw coded('ERR_INVALID_OPTION', `invalid option ${key}: expected a ${type}, got ${show(v)}`)
     return
   }
-  if (!Array.isArray(v)) throw new SandboxError(`invalid option ${key}: expected an array of strings, got ${show(v)}`)
+  if (!Array.isArray(v))
+    throw coded('ERR_INVALID_OPTION', `invalid option ${key}: expected an array of strings, got ${show(v)}`)
   // An index loop: every() and friends skip the holes of a sparse array.
   for (let i = 0; i < v.length; i++) {
     if (typeof v[i] !== 'string') {
-      throw new SandboxError(`invalid option ${key}: expected an array of strings, got ${show(v[i])} at index ${i}`)
+      throw coded(
+        'ERR_INVALID_OPTION',
+        `invalid option ${key}: expected an array of strings, got ${show(v[i])} at index ${i}`,
+      )
     }
   }
 }
 
 function nativeOptions(opts) {
   if (typeof opts !== 'object' || Array.isArray(opts)) {
-    throw new SandboxError(`Sandbox options must be an object, got ${show(opts)}`)
+    throw coded('ERR_INVALID_OPTION', `Sandbox options must be an object, got ${show(opts)}`)
   }
   const out = {}
   for (const [key, type] of Object.entries(OPTION_TYPES)) {
@@ -91,7 +96,7 @@ function nativeOptions(opts) {
   if (opts.mounts != null) out.mounts = mountEntries(opts.mounts)
   if (opts.env != null) {
     if (typeof opts.env !== 'object')
-      throw new SandboxError(`invalid option env: expected an object, got ${show(opts.env)}`)
+      throw coded('ERR_INVALID_OPTION', `invalid option env: expected an object, got ${show(opts.env)}`)
     out.env = Object.entries(opts.env).map(([key, value]) => ({ key, value: String(value) }))
   }
   return out
@@ -164,7 +169,7 @@ function checkPath(name, p) {
 function bytesOption(method, opts) {
   const maxBytes = optionsBag(method, opts).maxBytes
   if (maxBytes != null && typeof maxBytes !== 'number') {
-    throw new SandboxError(`maxBytes must be a number, got ${show(maxBytes)}`)
+    throw coded('ERR_INVALID_OPTION', `maxBytes must be a number, got ${show(maxBytes)}`)
   }
   return maxBytes ?? undefined
 }

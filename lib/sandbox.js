@@ -3,12 +3,11 @@
 // for a caller is documented once, in index.d.ts; the comments here say how it is done.
 
 const { NativeSandbox } = require('./native.js')
-const { SandboxError, callNative, fromNative } = require('./errors.js')
+const { SandboxError, coded, callNative, fromNative } = require('./errors.js')
 const {
   DEFAULTS,
   EXPOSED,
   NULLABLE_CAPS,
-  show,
   nativeOptions,
   checkCallback,
   checkType,
@@ -21,27 +20,15 @@ const {
 const { chunkSink, nativeCall, cancellable } = require('./calls.js')
 const { finishResult } = require('./results.js')
 const { Kernel, kernelLanguage } = require('./kernel.js')
+const { resolveLanguage } = require('./languages.js')
 const { prepareCell } = require('./jscell.js')
-
-/** One-shot runCode languages: what the native side runs, and whether the code is prepared as a
- * JavaScript cell (TypeScript: with its types stripped) first. */
-const RUN_LANGUAGES = {
-  python: ['python'],
-  bash: ['bash'],
-  node: ['javascript', false],
-  javascript: ['javascript', false],
-  js: ['javascript', false],
-  typescript: ['javascript', true],
-  ts: ['javascript', true],
-}
-const RUN_LANGUAGES_TEXT = "'python' | 'bash' | 'node' | 'javascript' | 'typescript'"
 
 class Sandbox {
   #native
 
   constructor(opts = {}) {
     opts = opts ?? {}
-    if (typeof opts !== 'object') throw new SandboxError('Sandbox options must be an object')
+    if (typeof opts !== 'object') throw coded('ERR_INVALID_OPTION', 'Sandbox options must be an object')
     for (const key of EXPOSED) {
       const v = opts[key]
       this[key] = v === undefined || (v === null && !NULLABLE_CAPS.has(key)) ? (DEFAULTS[key] ?? null) : v
@@ -76,15 +63,12 @@ class Sandbox {
   async runCode(code, opts = {}) {
     opts = optionsBag('runCode', opts)
     if (typeof code !== 'string') throw new TypeError(`code must be a string, got ${typeof code}`)
-    const language = opts.language ?? 'python'
-    const run = typeof language === 'string' && Object.hasOwn(RUN_LANGUAGES, language) ? RUN_LANGUAGES[language] : null
-    if (!run) throw new SandboxError(`unsupported language ${show(language)} (${RUN_LANGUAGES_TEXT})`)
-    const [nativeLanguage, typescript] = run
-    if (nativeLanguage === 'javascript' && code.includes('\0')) {
+    const lang = resolveLanguage(opts.language ?? 'python')
+    if (lang.native === 'javascript' && code.includes('\0')) {
       throw new SandboxError('command/code must be strings with no NUL byte')
     }
-    const body = nativeLanguage === 'javascript' ? prepareCell(code, { typescript }) : code
-    return this.#call(opts, (call, out, err) => this.#native.runCode(body, nativeLanguage, call, out, err))
+    const body = lang.native === 'javascript' ? prepareCell(code, { typescript: lang.typescript }) : code
+    return this.#call(opts, (call, out, err) => this.#native.runCode(body, lang.native, call, out, err))
   }
 
   async run(command, opts = {}) {
@@ -103,7 +87,7 @@ class Sandbox {
 
   async #call(opts, invoke) {
     const timeoutS = opts.timeoutS ?? this.timeoutS
-    if (typeof timeoutS !== 'number') throw new SandboxError('timeoutS must be a positive number of seconds')
+    if (typeof timeoutS !== 'number') throw coded('ERR_INVALID_OPTION', 'timeoutS must be a positive number of seconds')
     const r = await nativeCall(
       opts,
       this,
@@ -116,7 +100,7 @@ class Sandbox {
   async kernel(opts = {}) {
     opts = optionsBag('kernel', opts)
     const timeoutS = opts.timeoutS ?? this.timeoutS
-    if (typeof timeoutS !== 'number') throw new SandboxError('timeoutS must be a positive number of seconds')
+    if (typeof timeoutS !== 'number') throw coded('ERR_INVALID_OPTION', 'timeoutS must be a positive number of seconds')
     const language = kernelLanguage(opts.language ?? 'python')
     if (opts.image != null) checkType('image', opts.image, 'string')
     const native = await callNative(() => this.#native.kernel(timeoutS, language.native, opts.image ?? undefined))

@@ -1,28 +1,65 @@
 //! The binding's error type and its one mapping onto napi errors.
 //!
-//! JS sees two classes, `SandboxError` and its subclass `MountRefused`, and an aborted call rejects
-//! with its AbortSignal's reason. Native code marks each error with a stable code in the reason
-//! (`[ERR_…] message`); `lib/errors.js` turns that code into the right class (or the abort reason)
-//! in one place. A tag in the reason works the same for sync and async methods, which napi-rs does
-//! not allow to carry custom error statuses alike.
+//! Every error carries a stable code (`ERR_…`) that JS branches on; its message is for people and
+//! may be reworded. Native code puts the code in the reason (`[ERR_…] message`) and
+//! `lib/errors.js` turns it into the right class (or the abort reason) through one table. A tag in
+//! the reason works the same for sync and async methods, which napi-rs does not allow to carry
+//! custom error statuses alike.
 
 use std::io;
 
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// Everything else the caller is told: a bad argument or option, missing kern, failed I/O, an
-    /// internal error (a caught panic).
-    #[error("{0}")]
-    Sandbox(String),
+/// Declares the error variants next to their codes, so adding a code is one line here (and one in
+/// lib/errors.js's table, which a test holds to `errorCodes()`).
+macro_rules! coded_errors {
+    ($($(#[$doc:meta])* $variant:ident => $code:literal,)*) => {
+        #[derive(Debug, thiserror::Error)]
+        pub enum Error {
+            $($(#[$doc])* #[error("{0}")] $variant(String),)*
+            /// The call was cancelled through its AbortSignal; JS rejects with `signal.reason`.
+            #[error("the call was aborted")]
+            Aborted,
+        }
+
+        impl Error {
+            /// Every code, for JS's check that its table covers them all.
+            pub const CODES: &'static [&'static str] = &[$($code,)* "ERR_ABORTED"];
+
+            pub fn code(&self) -> &'static str {
+                match self {
+                    $(Error::$variant(_) => $code,)*
+                    Error::Aborted => "ERR_ABORTED",
+                }
+            }
+        }
+    };
+}
+
+coded_errors! {
+    /// Everything no caller tells apart: failed I/O, a failed setup, an internal error (a
+    /// caught panic).
+    Sandbox => "ERR_SANDBOX",
     /// A host mount (or the workspace) was refused as unsafe.
-    #[error("{0}")]
-    MountRefused(String),
-    /// A workspace path that does not exist (JS: a SandboxError with code `ERR_NOT_FOUND`).
-    #[error("{0}")]
-    NotFound(String),
-    /// The call was cancelled through its AbortSignal; JS rejects with `signal.reason`.
-    #[error("the call was aborted")]
-    Aborted,
+    MountRefused => "ERR_MOUNT_REFUSED",
+    /// A workspace path that does not exist.
+    NotFound => "ERR_NOT_FOUND",
+    /// A workspace path that leads outside the workspace.
+    PathEscapes => "ERR_PATH_ESCAPES",
+    /// A file or archive over the size limit the call was given.
+    TooLarge => "ERR_TOO_LARGE",
+    /// An argument or option the binding does not accept.
+    InvalidOption => "ERR_INVALID_OPTION",
+    /// A language name no entry point runs.
+    UnsupportedLanguage => "ERR_UNSUPPORTED_LANGUAGE",
+    /// A JavaScript kernel in an image with no node on PATH.
+    NoNode => "ERR_NO_NODE",
+    /// No kern binary to run.
+    NoKern => "ERR_NO_KERN",
+    /// A session method called before open().
+    NotOpen => "ERR_NOT_OPEN",
+    /// The sandbox was closed under the call.
+    Closed => "ERR_CLOSED",
+    /// The kernel is closed, or went away under the cell: it will not run cells any more.
+    KernelGone => "ERR_KERNEL_GONE",
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -39,15 +76,6 @@ impl Error {
     /// An I/O failure on `what`, worded for the caller.
     pub fn io(what: impl std::fmt::Display, err: io::Error) -> Self {
         Error::Sandbox(format!("{what}: {err}"))
-    }
-
-    pub fn code(&self) -> &'static str {
-        match self {
-            Error::Sandbox(_) => "ERR_SANDBOX",
-            Error::MountRefused(_) => "ERR_MOUNT_REFUSED",
-            Error::NotFound(_) => "ERR_NOT_FOUND",
-            Error::Aborted => "ERR_ABORTED",
-        }
     }
 }
 
@@ -115,6 +143,18 @@ mod tests {
         assert_eq!(e.reason, "[ERR_SANDBOX] bad");
         let e: napi::Error = Error::NotFound("gone".into()).into();
         assert_eq!(e.reason, "[ERR_NOT_FOUND] gone");
+        let e: napi::Error = Error::Aborted.into();
+        assert_eq!(e.reason, "[ERR_ABORTED] the call was aborted");
+    }
+
+    #[test]
+    fn codes_are_distinct_and_shaped_for_js() {
+        let mut seen = std::collections::HashSet::new();
+        for c in Error::CODES {
+            assert!(seen.insert(c), "{c} twice");
+            let tail = c.strip_prefix("ERR_").expect(c);
+            assert!(!tail.is_empty() && tail.bytes().all(|b| b.is_ascii_uppercase() || b == b'_'));
+        }
     }
 
     #[tokio::test]

@@ -148,13 +148,20 @@ pub fn cleanup_now(env: Env) {
     lifecycle::cleanup::on_env_exit(env.raw() as usize);
 }
 
+/// Every error code the native side tags its errors with; lib/errors.js's table must cover them.
+#[napi]
+pub fn error_codes() -> Vec<&'static str> {
+    Error::CODES.to_vec()
+}
+
 fn nonnegative_bytes(v: Option<f64>, what: &str) -> napi::Result<Option<u64>> {
     match v {
         None => Ok(None),
         Some(n) if n.is_finite() && n >= 0.0 => Ok(Some(n.min(u64::MAX as f64) as u64)),
-        Some(_) => {
-            Err(Error::sandbox(format!("{what} must be a non-negative number of bytes")).into())
-        }
+        Some(_) => Err(Error::InvalidOption(format!(
+            "{what} must be a non-negative number of bytes"
+        ))
+        .into()),
     }
 }
 
@@ -269,9 +276,13 @@ impl NativeSandbox {
         on_stdout: Option<ChunkFn>,
         on_stderr: Option<ChunkFn>,
     ) -> napi::Result<PromiseRaw<'e, NativeResult>> {
-        self.box_call(env, call, (on_stdout, on_stderr), |s, opts| async move {
-            s.run_code(code, &language, opts).await
-        })
+        let language = kernel::language::Language::parse(&language)?;
+        self.box_call(
+            env,
+            call,
+            (on_stdout, on_stderr),
+            move |s, opts| async move { s.run_code(code, language, opts).await },
+        )
     }
 
     /// Aborts the call registered under `call_id`, tearing its box down like a timeout.
@@ -486,7 +497,7 @@ impl NativeSandbox {
         ipython: Option<bool>,
     ) -> napi::Result<PromiseRaw<'e, NativeKernel>> {
         let timeout_s = timeout_s.map(options::check_timeout).transpose()?;
-        let language = kernel::language::Language::parse(&language)?;
+        let language = kernel::language::Language::parse(&language)?.kernel()?;
         let image = image.map(options::check_image).transpose()?;
         let s = self.inner.clone();
         promise(env, async move {

@@ -246,7 +246,7 @@ fn shown(v: &str) -> String {
 
 /// A refused option value, worded the same way for every option.
 fn invalid(option: &str, expected: &str, got: impl std::fmt::Display) -> Error {
-    Error::sandbox(format!(
+    Error::InvalidOption(format!(
         "invalid option {option}: expected {expected}, got {got}"
     ))
 }
@@ -302,9 +302,10 @@ fn check_network(
     let network = network.unwrap_or(DEFAULTS.network);
     let egress = each(egress, check_domain)?;
     if network && !egress.is_empty() {
-        return Err(Error::sandbox(
+        return Err(Error::InvalidOption(
             "egressAllow and network:true are mutually exclusive: egressAllow restricts run \
-             boxes to a domain allowlist, network:true gives them the full host network",
+             boxes to a domain allowlist, network:true gives them the full host network"
+                .into(),
         ));
     }
     Ok((network, egress))

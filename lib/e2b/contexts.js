@@ -7,6 +7,7 @@
 const { randomUUID } = require('node:crypto')
 const path = require('node:path')
 const { Kernel } = require('../kernel.js')
+const { resolveLanguage } = require('../languages.js')
 const { SandboxError, TimeoutError, InvalidArgumentError, NotFoundError, killedError, toE2B } = require('./errors.js')
 const { ExecutionError, Execution, fromCore, lines, LineStream } = require('./execution.js')
 const { deliver } = require('../results.js')
@@ -21,24 +22,15 @@ const CELL_TIMEOUT_MS = 60_000
  * timeoutMs, which interrupts the cell instead and keeps the context's state. */
 const KERNEL_BACKSTOP_S = 7 * 86_400
 
-/** A language name as runCode/createCodeContext take it → the context language it runs in. */
+/** A language name as runCode/createCodeContext take it (any case, as E2B's SDK takes it) → the
+ * context language it runs in (lib/languages.js); an unknown one is an InvalidArgumentError. */
 function contextLanguage(language) {
   if (language == null) return 'python'
-  if (typeof language !== 'string') throw new InvalidArgumentError(`language must be a string, got ${typeof language}`)
-  const l = language.toLowerCase()
-  if (l === 'python' || l === 'python3') return 'python'
-  if (l === 'js' || l === 'javascript') return 'javascript'
-  if (l === 'ts' || l === 'typescript') return 'typescript'
-  if (l === 'bash' || l === 'sh') return 'bash'
-  if (l === 'r' || l === 'java') {
-    throw new InvalidArgumentError(
-      `language '${language}' is not available in kern-sandbox/e2b: it runs Python, JavaScript, ` +
-        'TypeScript and bash, and has no R or Java kernel',
-    )
+  try {
+    return resolveLanguage(typeof language === 'string' ? language.toLowerCase() : language).name
+  } catch (e) {
+    throw toE2B(e)
   }
-  throw new InvalidArgumentError(
-    `unsupported language '${language}' (kern-sandbox/e2b runs 'python', 'js', 'javascript', 'ts', 'typescript' and 'bash')`,
-  )
 }
 
 /** One context: its public identity, its kernel (started lazily, restarted when dead) and its

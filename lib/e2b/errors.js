@@ -4,11 +4,13 @@
 
 const { fromNative } = require('../errors.js')
 
-/** The base class of every error this entry raises. */
+/** The base class of every error this entry raises. One that came from the core keeps its
+ * `code` (see lib/errors.js). */
 class SandboxError extends Error {
   constructor(message, options) {
     super(message, options)
     this.name = 'SandboxError'
+    if (options && options.code) this.code = options.code
   }
 }
 
@@ -59,14 +61,21 @@ function killedError(cause) {
   return new TimeoutError(KILLED, cause ? { cause } : undefined)
 }
 
+/** A core error's code → the class this entry raises it as; a code not listed is a SandboxError.
+ * The code itself stays on the error (`err.code`). */
+const CLASSES = {
+  ERR_NOT_FOUND: NotFoundError,
+  ERR_UNSUPPORTED_LANGUAGE: InvalidArgumentError,
+}
+
 /** A core error (native or JS) as one of this entry's classes; ours pass through. */
 function toE2B(e) {
   if (e instanceof SandboxError) return e
   const core = fromNative(e)
   if (!(core instanceof Error)) return core
-  if (core.code === 'ERR_NOT_FOUND') return new NotFoundError(core.message, { cause: core })
   if (core.name === 'AbortError') return core
-  return new SandboxError(core.message, { cause: core })
+  const Class = (typeof core.code === 'string' && CLASSES[core.code]) || SandboxError
+  return new Class(core.message, { cause: core, code: core.code })
 }
 
 module.exports = {

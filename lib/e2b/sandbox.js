@@ -256,11 +256,11 @@ class Sandbox {
       const native = await callNative(() => this.#native.kernel(KERNEL_BACKSTOP_S, lang.native, undefined, python))
       return coreKernel(native, cancel, lang)
     } catch (e) {
-      if (python || !/no node/.test(e.message)) throw e
+      if (python || e.code !== 'ERR_NO_NODE') throw e
       throw new SandboxError(
         `${language} contexts run on node, and this sandbox's image (${this.#image}) has no node on PATH: ` +
           "use an image with both Python and Node, as E2B's code-interpreter template has",
-        { cause: e },
+        { cause: e, code: e.code },
       )
     }
   }

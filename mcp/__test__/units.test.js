@@ -6,15 +6,13 @@
 const test = require('node:test')
 const assert = require('node:assert/strict')
 const cp = require('node:child_process')
-const fs = require('node:fs')
-const path = require('node:path')
 const { SandboxError } = require('kern-sandbox')
 const { loadConfig, ConfigError, KNOBS } = require('../lib/config.js')
 const { NoteLog } = require('../lib/notes.js')
 const { runCodeReply } = require('../lib/content.js')
 const { LIMITS } = require('../lib/bounds.js')
-const { Interpreter, SHELL_WRAP } = require('../lib/interpreter.js')
-const { bin, helpers } = require('./client.js')
+const { Interpreter } = require('../lib/interpreter.js')
+const { bin } = require('./client.js')
 
 test("config: upstream's variables with their meaning; a flag wins over its variable", () => {
   const c = loadConfig([], {
@@ -232,26 +230,6 @@ test('JS and TS: each language gets its own warm kernel, which keeps its state; 
     ['kernel', 'javascript'],
     ['kernel', 'typescript'],
   ])
-})
-
-test('bash where the image has it; sh, said on stderr, where it has none', () => {
-  const script = 'a=(p q); echo "${a[1]}"'
-  const withBash = cp.spawnSync('/bin/sh', ['-c', SHELL_WRAP(true), 'kern-sandbox-mcp', script], { encoding: 'utf8' })
-  assert.equal(withBash.stdout, 'q\n')
-  assert.equal(withBash.stderr, '')
-  // A PATH with sh and nothing else: an image without bash.
-  const bin = helpers.tmpDir('kst-nobash-')
-  fs.symlinkSync(fs.realpathSync('/bin/sh'), path.join(bin, 'sh'))
-  const noBash = cp.spawnSync('/bin/sh', ['-c', SHELL_WRAP(true), 'kern-sandbox-mcp', 'echo plain-sh'], {
-    encoding: 'utf8',
-    env: { PATH: bin },
-  })
-  assert.equal(noBash.stdout, 'plain-sh\n')
-  assert.match(noBash.stderr, /no bash in this image: running with sh/)
-  const file = path.join(bin, 'cell.sh')
-  fs.writeFileSync(file, 'echo from-file')
-  const fromFile = cp.spawnSync('/bin/sh', ['-c', SHELL_WRAP(false), 'kern-sandbox-mcp', file], { encoding: 'utf8' })
-  assert.equal(fromFile.stdout, 'from-file\n')
 })
 
 test('a dead kernel is replaced once, even when two calls find it dead together, and both say the state was lost', async () => {

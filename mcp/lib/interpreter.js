@@ -4,26 +4,7 @@
 // their language unless the server runs with the kernel off (then a fresh box per call); bash is
 // always a fresh box.
 
-const crypto = require('node:crypto')
-const fs = require('node:fs')
-const path = require('node:path')
-const { Sandbox, SandboxError } = require('kern-sandbox')
-
-/** Above this, code goes to a workspace file rather than argv (one argv string is limited to
- * 128 KiB by Linux). */
-const INLINE_MAX = 100 * 1024
-/** Where the box sees the workspace. */
-const BOX_WORKSPACE = '/workspace'
-
-/** Runs bash where the image has it, else sh, saying so on stderr. $1 is the script (`-c`) or
- * its file. */
-const SHELL_WRAP = (inline) => {
-  const run = (sh) => (inline ? `${sh} -c "$1"` : `${sh} "$1"`)
-  return (
-    `if command -v bash >/dev/null 2>&1; then exec ${run('bash')}; fi; ` +
-    `echo '[kern-sandbox-mcp] no bash in this image: running with sh' >&2; exec ${run('sh')}`
-  )
-}
+const { Sandbox, SandboxError, resolveLanguage } = require('kern-sandbox')
 
 const STATE_LOST_BEFORE =
   'the warm kernel had been torn down (an earlier timeout, cap or crash) and was restarted: variables from earlier calls are gone'
@@ -89,13 +70,10 @@ class Interpreter {
   async run(code, language, opts) {
     const sbx = await this.session()
     const call = { timeoutS: opts.timeoutS, signal: opts.signal, onStdout: opts.onStdout, onStderr: opts.onStderr }
-    if (language === 'python' || language === 'javascript' || language === 'typescript') {
-      if (this.#config.kernel) return this.#inKernel(language, code, call)
-      return { result: await sbx.runCode(code, { ...call, language }), warmKernel: false, stateLost: null }
-    }
-    if (language === 'bash')
-      return { result: await this.#shellBox(sbx, code, call), warmKernel: false, stateLost: null }
-    throw new SandboxError(`unsupported language ${JSON.stringify(language)}`)
+    const lang = resolveLanguage(language)
+    if (lang.kernel && this.#config.kernel) return this.#inKernel(lang.name, code, call)
+    // bash, and every language with the kernel off: a fresh box, as the library runs it.
+    return { result: await sbx.runCode(code, { ...call, language: lang.name }), warmKernel: false, stateLost: null }
   }
 
   async #inKernel(language, code, call) {
@@ -148,33 +126,6 @@ class Interpreter {
     return sbx.kernel({ language, timeoutS: this.#config.timeoutS })
   }
 
-  /** bash (sh where the image has no bash) in a fresh box. */
-  async #shellBox(sbx, code, call) {
-    if (Buffer.byteLength(code) <= INLINE_MAX)
-      return sbx.run(['sh', '-c', SHELL_WRAP(true), 'kern-sandbox-mcp', code], call)
-    return this.#withCellFile(sbx, code, 'sh', (file) =>
-      sbx.run(['sh', '-c', SHELL_WRAP(false), 'kern-sandbox-mcp', file], call),
-    )
-  }
-
-  /** Runs `use(boxPath)` with `code` in a hidden workspace file, removed afterwards. */
-  async #withCellFile(sbx, code, ext, use) {
-    const name = `.kern-mcp-cell-${crypto.randomBytes(6).toString('hex')}.${ext}`
-    await sbx.writeFile(name, code)
-    try {
-      return await use(`${BOX_WORKSPACE}/${name}`)
-    } finally {
-      // One name of ours at the workspace root, so no path of the box's is followed; unlink()
-      // removes a symlink put in its place, not its target. Whatever else the box put there
-      // (a directory) stays: the call's own result matters more than the cleanup.
-      try {
-        fs.rmSync(path.join(sbx.workspacePath, name), { force: true })
-      } catch {
-        // left for the session's close
-      }
-    }
-  }
-
   /** Ends every warm kernel: the next call starts fresh ones. Resolves to how many were live. */
   async reset() {
     const kernels = [...this.#kernels.values()]
@@ -197,4 +148,4 @@ class Interpreter {
   }
 }
 
-module.exports = { Interpreter, SHELL_WRAP, STATE_LOST_BEFORE, STATE_LOST_NOW }
+module.exports = { Interpreter, STATE_LOST_BEFORE, STATE_LOST_NOW }

@@ -6,7 +6,7 @@
 const { StringDecoder } = require('node:string_decoder')
 const { McpServer } = require('@modelcontextprotocol/sdk/server/mcp.js')
 const { z } = require('zod')
-const { SandboxError } = require('kern-sandbox')
+const { SandboxError, LANGUAGE_NAMES } = require('kern-sandbox')
 const { version } = require('../package.json')
 const { Interpreter } = require('./interpreter.js')
 const { NoteLog } = require('./notes.js')
@@ -15,7 +15,8 @@ const { runCodeOutput, runCodeReply, errorReply, runCodeErrorReply } = require('
 const { classify, readCapped, listCapped, sizeText } = require('./files.js')
 const { registerWorkspaceResources } = require('./resources.js')
 
-const LANGUAGES = ['python', 'bash', 'node', 'javascript', 'typescript']
+/** The names run_code takes: the library's, aliases included. */
+const LANGUAGES = [...LANGUAGE_NAMES]
 
 function runCodeDescription(warm) {
   const memory = warm
@@ -62,13 +63,15 @@ function liveOutput(extra, notes) {
   return { onStdout: stream(emit('')), onStderr: stream(notes.liveFilter(emit('[stderr] '))) }
 }
 
+/** Hints for the model, by the SandboxError's code. */
+const HINTS = {
+  ERR_PATH_ESCAPES: ' Paths are relative to the workspace (/workspace in the box) and must stay inside it.',
+  ERR_TOO_LARGE: ' Read a part of it with run_code instead (e.g. head, tail, or Python slicing).',
+}
+
 /** A SandboxError as the message the model sees, with a hint where one helps. */
 function sandboxMessage(e, what) {
-  let hint = ''
-  if (/escapes the workspace/.test(e.message))
-    hint = ' Paths are relative to the workspace (/workspace in the box) and must stay inside it.'
-  else if (/read limit/.test(e.message))
-    hint = ' Read a part of it with run_code instead (e.g. head, tail, or Python slicing).'
+  const hint = (Object.hasOwn(HINTS, e.code) && HINTS[e.code]) || ''
   return `${what}: ${e.message}.${hint}`
 }
 
@@ -98,7 +101,10 @@ function createServer(config, { log = (t) => process.stderr.write(t) } = {}) {
       description: runCodeDescription(config.kernel),
       inputSchema: {
         code: z.string().max(2_000_000).describe('The code to run.'),
-        language: z.enum(LANGUAGES).optional().describe('python (default), bash, node or javascript, typescript'),
+        language: z
+          .enum(LANGUAGES)
+          .optional()
+          .describe('python (default), bash, javascript (or node), typescript; js, ts, python3 and sh are aliases'),
         timeout_s: z
           .number()
           .positive()
@@ -112,8 +118,11 @@ function createServer(config, { log = (t) => process.stderr.write(t) } = {}) {
     async ({ code, language = 'python', timeout_s: timeoutS = config.timeoutS }, extra) => {
       const shape = { language, warmKernel: config.kernel }
       try {
-        const run = language === 'node' ? 'javascript' : language
-        const got = await interpreter.run(code, run, { timeoutS, signal: extra.signal, ...liveOutput(extra, notes) })
+        const got = await interpreter.run(code, language, {
+          timeoutS,
+          signal: extra.signal,
+          ...liveOutput(extra, notes),
+        })
         got.result.stderr = notes.strip(got.result.stderr || '')
         return runCodeReply(got.result, { language, warmKernel: got.warmKernel, stateLost: got.stateLost })
       } catch (e) {

@@ -1,27 +1,63 @@
-//! The kernel languages: which in-box driver serves cells and the command line that starts it.
-//! TypeScript is a JavaScript kernel whose cells the JS side strips of types first.
+//! The languages: the names the JS side hands over (lib/languages.js folds the aliases, and
+//! TypeScript into JavaScript with its types stripped, before they get here), and the in-box
+//! drivers that serve Python and JavaScript cells with the command line that starts each.
 
 use crate::errors::{Error, Result};
 use crate::kernel::rich;
 
+/// How the JS launcher (js/launch.sh) exits when the image has no node: sh's "command not found".
+pub const EXIT_NO_INTERPRETER: i32 = 127;
+
+/// A language code runs in: Python and JavaScript through their drivers, bash in a shell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Language {
     Python,
+    Bash,
     JavaScript,
 }
 
 impl Language {
-    /// The language as JS names it (the JS side folds the aliases into these two).
+    /// The language as lib/languages.js names it to the native side.
     pub fn parse(name: &str) -> Result<Language> {
         match name {
             "python" => Ok(Language::Python),
+            "bash" => Ok(Language::Bash),
             "javascript" => Ok(Language::JavaScript),
-            other => Err(Error::sandbox(format!(
-                "unsupported kernel language {other:?} (expected 'python', 'javascript' or 'typescript')"
+            other => Err(Error::UnsupportedLanguage(format!(
+                "unsupported language {other:?} (expected 'python', 'bash' or 'javascript')"
             ))),
         }
     }
 
+    /// The driver that runs its cells with rich results; bash has none.
+    pub fn driver(self) -> Option<Driver> {
+        match self {
+            Language::Python => Some(Driver::Python),
+            Language::JavaScript => Some(Driver::JavaScript),
+            Language::Bash => None,
+        }
+    }
+
+    /// The driver of a kernel in this language: bash has no kernel.
+    pub fn kernel(self) -> Result<Driver> {
+        self.driver().ok_or_else(|| {
+            Error::UnsupportedLanguage(
+                "unsupported kernel language \"bash\" (expected 'python', 'javascript' or \
+                 'typescript')"
+                    .into(),
+            )
+        })
+    }
+}
+
+/// An in-box driver: a kernel's, or a one-shot cell's rich-result runner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Driver {
+    Python,
+    JavaScript,
+}
+
+impl Driver {
     /// How often an aborted cell's driver is interrupted again while the cell has not ended.
     /// node can lose a SIGINT: one arriving as a cell's synchronous part ends goes to V8's
     /// watchdog for that run after it stopped looking (node's own race), and the cell, now
@@ -30,8 +66,8 @@ impl Language {
     /// cells, so a repeat would stay pending and interrupt the next cell: it gets one.
     pub fn reinterrupt(self) -> Option<std::time::Duration> {
         match self {
-            Language::Python => None,
-            Language::JavaScript => Some(std::time::Duration::from_millis(100)),
+            Driver::Python => None,
+            Driver::JavaScript => Some(std::time::Duration::from_millis(100)),
         }
     }
 
@@ -40,13 +76,13 @@ impl Language {
     /// processes; the JavaScript one is started through a small sh launcher that lays out its fds.
     pub fn command(self, marker: &str) -> Vec<String> {
         match self {
-            Language::Python => vec![
+            Driver::Python => vec![
                 "python3".into(),
                 "-c".into(),
                 rich::KERNEL_DRIVER.into(),
                 marker.into(),
             ],
-            Language::JavaScript => vec![
+            Driver::JavaScript => vec![
                 "/bin/sh".into(),
                 "-c".into(),
                 rich::JS_LAUNCH.into(),
@@ -63,17 +99,33 @@ mod tests {
     use super::*;
 
     #[test]
-    fn languages_are_the_two_drivers() {
-        assert_eq!(Language::parse("python").unwrap(), Language::Python);
-        assert_eq!(Language::parse("javascript").unwrap(), Language::JavaScript);
-        for bad in ["js", "ts", "Python", "", "ruby"] {
-            assert!(Language::parse(bad).is_err(), "{bad}");
+    fn languages_and_their_drivers() {
+        assert_eq!(
+            Language::parse("python").unwrap().kernel().unwrap(),
+            Driver::Python
+        );
+        assert_eq!(
+            Language::parse("javascript").unwrap().kernel().unwrap(),
+            Driver::JavaScript
+        );
+        let bash = Language::parse("bash").unwrap();
+        assert_eq!(bash.driver(), None);
+        assert_eq!(
+            bash.kernel().unwrap_err().code(),
+            "ERR_UNSUPPORTED_LANGUAGE"
+        );
+        for bad in ["js", "ts", "sh", "Python", "", "ruby"] {
+            assert_eq!(
+                Language::parse(bad).unwrap_err().code(),
+                "ERR_UNSUPPORTED_LANGUAGE",
+                "{bad}"
+            );
         }
     }
 
     #[test]
     fn the_js_launcher_hands_node_the_driver_and_marker() {
-        let c = Language::JavaScript.command("kern-kernel-00");
+        let c = Driver::JavaScript.command("kern-kernel-00");
         assert_eq!(c.len(), 6);
         assert!(c[2].contains(r#"exec node --min-semi-space-size=8 -e "$1" "$2""#));
         assert_eq!(c[5], "kern-kernel-00");

@@ -28,7 +28,7 @@ use crate::lifecycle::fault::{self, Ending, Fault};
 use crate::lifecycle::outcome::Outcome;
 use crate::lifecycle::spawn::{Pipes, Resident};
 use crate::output::{ChunkFn, Sink, QUEUE_DEPTH};
-use language::Language;
+use language::Driver;
 use protocol::{FrameReader, ReadError};
 
 /// A JS callback handed each result (as its JSON text) as it is produced; weak, like ChunkFn.
@@ -69,8 +69,8 @@ impl Reply {
 impl Drop for Reply {
     fn drop(&mut self) {
         if let Some(f) = self.0.take() {
-            f(Err(Error::sandbox(
-                "the kernel stopped before answering this cell",
+            f(Err(Error::KernelGone(
+                "the kernel stopped before answering this cell".into(),
             )));
         }
     }
@@ -147,7 +147,7 @@ impl Kernel {
         pipes: Pipes,
         cap: usize,
         marker: String,
-        language: Language,
+        language: Driver,
         startup: Duration,
         stop: &Cancel,
     ) -> Result<Arc<Kernel>> {
@@ -184,20 +184,22 @@ impl Kernel {
             r = tokio::time::timeout(startup, server.frames.next()) => r,
             _ = stop.fired() => {
                 server.boxed.tear_down().await;
-                return Err(Error::sandbox("the sandbox was closed while the kernel was starting"));
+                return Err(Error::Closed("the sandbox was closed while the kernel was starting".into()));
             }
         };
         match ready {
             Ok(Ok(Some((protocol::READY, _)))) => {}
             other => {
-                let why = match other {
+                return Err(match other {
                     Err(_) => {
                         server.boxed.tear_down().await;
-                        format!("the kernel did not start within {}s", startup.as_secs())
+                        Error::sandbox(format!(
+                            "the kernel did not start within {}s",
+                            startup.as_secs()
+                        ))
                     }
-                    _ => server.startup_failure().await,
-                };
-                return Err(Error::sandbox(why));
+                    _ => server.startup_failure(language).await,
+                });
             }
         }
         let (done_tx, done_rx) = watch::channel(false);
@@ -223,7 +225,7 @@ impl Kernel {
 
     fn closed_error(&self) -> Error {
         let why = self.ended.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        Error::sandbox(format!(
+        Error::KernelGone(format!(
             "the kernel is closed{}",
             why.map(|w| format!(": {w}")).unwrap_or_default()
         ))
@@ -379,8 +381,9 @@ impl Server {
             shared.queue.drain(..).collect()
         };
         for cell in refused {
-            cell.reply
-                .send(Err(Error::sandbox(format!("the kernel is closed: {why}"))));
+            cell.reply.send(Err(Error::KernelGone(format!(
+                "the kernel is closed: {why}"
+            ))));
         }
     }
 
@@ -458,7 +461,7 @@ impl Server {
             self.boxed.tear_down().await;
             return (
                 CellEnd::Gone(why.clone()),
-                Err(Error::sandbox(format!("the kernel is closed: {why}"))),
+                Err(Error::KernelGone(format!("the kernel is closed: {why}"))),
             );
         }
         drop(frame);
@@ -490,7 +493,7 @@ impl Server {
                             c.finish_streams().await;
                             return (CellEnd::Gone(why.clone()), match fault {
                                 Some(f) => Ok(outcome(c, TORN_DOWN, Some(f))),
-                                None => Err(Error::sandbox(why.clone())),
+                                None => Err(Error::KernelGone(why.clone())),
                             });
                         }
                         Err(ReadError::Oversize(n)) => {
@@ -552,7 +555,7 @@ impl Server {
                     if opts.cancel.reason() == Some(StopReason::Closed) {
                         self.boxed.tear_down().await;
                         c.finish_streams().await;
-                        return (CellEnd::Gone("the sandbox was closed".into()), Err(Error::sandbox("the sandbox was closed while the cell was running")));
+                        return (CellEnd::Gone("the sandbox was closed".into()), Err(Error::Closed("the sandbox was closed while the cell was running".into())));
                     }
                     interrupted = true;
                     let now = tokio::time::Instant::now();
@@ -580,7 +583,7 @@ impl Server {
                 _ = shutdown.fired() => {
                     self.boxed.tear_down().await;
                     c.finish_streams().await;
-                    return (CellEnd::Gone("close() was called".into()), Err(Error::sandbox("the kernel was closed while the cell was running")));
+                    return (CellEnd::Gone("close() was called".into()), Err(Error::KernelGone("the kernel was closed while the cell was running".into())));
                 }
             }
         }
@@ -620,18 +623,26 @@ impl Server {
     }
 
     /// Why the box ended before its driver was ready: kern's own error, as one-shot calls
-    /// report a box that did not start.
-    async fn startup_failure(&mut self) -> String {
-        let (_, classified, stderr) = self.ended().await;
-        let text = match classified {
-            Some(f) if f.kind == "startup_failed" => f.message,
-            _ => fault::without_kern_notices(&stderr).trim().to_string(),
+    /// report a box that did not start. The JS launcher exits 127 when the image has no node.
+    async fn startup_failure(&mut self, language: Driver) -> Error {
+        let (exit_code, classified, stderr) = self.ended().await;
+        let (text, no_node) = match classified {
+            Some(f) if f.kind == "startup_failed" => (f.message, false),
+            _ => (
+                fault::without_kern_notices(&stderr).trim().to_string(),
+                language == Driver::JavaScript && exit_code == language::EXIT_NO_INTERPRETER,
+            ),
         };
-        if text.is_empty() {
+        let why = if text.is_empty() {
             "the kernel box failed to start".to_string()
         } else {
             let text: String = text.chars().take(500).collect();
             format!("the kernel box failed to start: {text}")
+        };
+        if no_node {
+            Error::NoNode(why)
+        } else {
+            Error::sandbox(why)
         }
     }
 

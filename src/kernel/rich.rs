@@ -57,10 +57,10 @@ pub struct CellFiles {
 }
 
 impl CellFiles {
-    pub fn new(tag: &str, language: crate::kernel::language::Language) -> CellFiles {
+    pub fn new(tag: &str, language: crate::kernel::language::Driver) -> CellFiles {
         let (cell, run) = match language {
-            crate::kernel::language::Language::Python => ("py", "py"),
-            crate::kernel::language::Language::JavaScript => ("json", "js"),
+            crate::kernel::language::Driver::Python => ("py", "py"),
+            crate::kernel::language::Driver::JavaScript => ("json", "js"),
         };
         CellFiles {
             cell: format!(".cell-{tag}.{cell}"),
@@ -70,10 +70,10 @@ impl CellFiles {
     }
 
     /// The in-box runner's source.
-    pub fn runner_source(language: crate::kernel::language::Language) -> &'static str {
+    pub fn runner_source(language: crate::kernel::language::Driver) -> &'static str {
         match language {
-            crate::kernel::language::Language::Python => RUNNER,
-            crate::kernel::language::Language::JavaScript => JS_RUNNER,
+            crate::kernel::language::Driver::Python => RUNNER,
+            crate::kernel::language::Driver::JavaScript => JS_RUNNER,
         }
     }
 
@@ -109,7 +109,7 @@ mod tests {
 
     #[test]
     fn helper_names_share_one_tag() {
-        let f = CellFiles::new("0a1b2c3d", crate::kernel::language::Language::Python);
+        let f = CellFiles::new("0a1b2c3d", crate::kernel::language::Driver::Python);
         assert_eq!(
             f.all(),
             [
@@ -122,7 +122,7 @@ mod tests {
             .all()
             .iter()
             .all(|n| crate::workspace::track::is_helper_file(n)));
-        let js = CellFiles::new("0a1b2c3d", crate::kernel::language::Language::JavaScript);
+        let js = CellFiles::new("0a1b2c3d", crate::kernel::language::Driver::JavaScript);
         assert_eq!(
             js.all(),
             [

@@ -21,7 +21,7 @@ pub fn find_kern() -> Result<PathBuf> {
         return if is_executable_file(&p) {
             Ok(p)
         } else {
-            Err(Error::sandbox(format!(
+            Err(Error::NoKern(format!(
                 "$KERN_BIN='{}' is not an executable file",
                 p.display()
             )))
@@ -33,9 +33,10 @@ pub fn find_kern() -> Result<PathBuf> {
         .map(|d| d.join("kern"))
         .find(|c| is_executable_file(c))
         .ok_or_else(|| {
-            Error::sandbox(
+            Error::NoKern(
                 "the `kern` binary was not found on PATH - install it \
-                 (https://github.com/getkern/kern) or set $KERN_BIN",
+                 (https://github.com/getkern/kern) or set $KERN_BIN"
+                    .into(),
             )
         })
 }

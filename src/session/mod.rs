@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use crate::errors::{Error, Result};
-use crate::kernel::language::Language;
+use crate::kernel::language::{Driver, Language};
 use crate::kernel::rich::{self, CellFiles};
 use crate::kernel::Kernel;
 use crate::lifecycle::argv::{self, BoxSpec};
@@ -24,8 +24,9 @@ use crate::workspace::snapshot::Stop;
 use crate::workspace::track::{self, FileInfo, LiveIndex};
 use crate::workspace::{self, Workspace};
 
-/// Code longer than this goes through a workspace file instead of argv (ARG_MAX guard).
-const INLINE_CODE_MAX: usize = 128 * 1024;
+/// Shell code longer than this goes through a workspace file instead of argv: Linux holds one
+/// argv string to 128 KiB, its NUL included.
+const INLINE_CODE_MAX: usize = 100 * 1024;
 const SETUP_MIN_TIMEOUT_S: f64 = 120.0;
 /// kern's own deadline for a kernel box: the kernel's close() or a cell's timeout ends it first.
 const KERNEL_BACKSTOP_S: f64 = 24.0 * 3600.0;
@@ -112,8 +113,8 @@ impl Session {
             .unwrap_or_else(|p| p.into_inner())
             .clone()
             .ok_or_else(|| {
-                Error::sandbox(
-                    "open the Sandbox first: `await sandbox.open()` (or use withSandbox()).",
+                Error::NotOpen(
+                    "open the Sandbox first: `await sandbox.open()` (or use withSandbox()).".into(),
                 )
             })
     }
@@ -254,45 +255,37 @@ impl Session {
         self.exec(command, opts, false).await
     }
 
-    /// `code` is the prepared cell (JSON, lib/jscell.js) for "javascript", the source otherwise.
+    /// `code` is the prepared cell (JSON, lib/jscell.js) for JavaScript, the source otherwise.
     pub async fn run_code(
         self: &Arc<Self>,
         code: String,
-        language: &str,
+        language: Language,
         opts: CallOptions,
     ) -> Result<Outcome> {
-        // Python and JavaScript go through their rich-result runner; bash is the one other.
-        let rich = Language::parse(language).ok();
-        if rich.is_none() && language != "bash" {
-            return Err(Error::sandbox(format!(
-                "unsupported language {language:?} (expected 'python', 'bash', 'node', \
-                 'javascript' or 'typescript')"
-            )));
-        }
         if code.contains('\0') {
             return Err(Error::sandbox(
                 "command/code must be strings with no NUL byte",
             ));
         }
-        if let Some(lang) = rich {
-            return self.run_with_runner(code, lang, opts).await;
+        match language.driver() {
+            Some(driver) => self.run_with_runner(code, driver, opts).await,
+            None => self.run_shell(code, opts).await,
         }
+    }
+
+    /// A shell cell, the one place one runs: bash where the image has it, else sh (see
+    /// `shell_cell`); the code inline in argv, or, past what one argv string holds, from a
+    /// workspace file removed afterwards.
+    async fn run_shell(self: &Arc<Self>, code: String, opts: CallOptions) -> Result<Outcome> {
         if code.len() <= INLINE_CODE_MAX {
-            return self
-                .exec(vec!["sh".into(), "-c".into(), code], opts, false)
-                .await;
+            return self.exec(shell_cell(true, code), opts, false).await;
         }
         let opened = self.opened()?;
         let cell = format!(".cell-{}.sh", random_hex(4));
         let (o, c) = (opened.clone(), cell.clone());
         blocking(move || o.ws.write_file(&c, code.as_bytes())).await?;
-        let result = self
-            .exec(
-                vec!["sh".into(), format!("{}/{cell}", self.cfg.box_workspace)],
-                opts,
-                false,
-            )
-            .await;
+        let file = format!("{}/{cell}", self.cfg.box_workspace);
+        let result = self.exec(shell_cell(false, file), opts, false).await;
         let (o, c) = (opened, cell);
         let _ = blocking(move || {
             o.ws.remove_file(&c);
@@ -308,7 +301,7 @@ impl Session {
     async fn run_with_runner(
         self: &Arc<Self>,
         code: String,
-        language: Language,
+        language: Driver,
         opts: CallOptions,
     ) -> Result<Outcome> {
         let opened = self.opened()?;
@@ -321,8 +314,8 @@ impl Session {
         .await
         .inspect_err(|_| remove_helpers(&opened, &files))?;
         let interpreter = match language {
-            Language::Python => "python3",
-            Language::JavaScript => "node",
+            Driver::Python => "python3",
+            Driver::JavaScript => "node",
         };
         let runner = format!("{}/{}", self.cfg.box_workspace, files.runner);
         let result = self
@@ -346,7 +339,7 @@ impl Session {
     /// kernels take them.
     pub async fn open_kernel(
         self: &Arc<Self>,
-        language: Language,
+        language: Driver,
         image: Option<String>,
         timeout_s: Option<f64>,
         ipython: bool,
@@ -357,7 +350,7 @@ impl Session {
         let marker = format!("kern-kernel-{}", random_hex(8));
         let mut command = language.command(&marker);
         if ipython {
-            if language != Language::Python {
+            if language != Driver::Python {
                 return Err(Error::sandbox(
                     "IPython-style cells are for Python kernels only",
                 ));
@@ -416,8 +409,8 @@ impl Session {
         // A close() that ran while the kernel started must not leave it behind.
         if !self.is_open() {
             kernel.close().await;
-            return Err(Error::sandbox(
-                "the sandbox was closed while the kernel was starting",
+            return Err(Error::Closed(
+                "the sandbox was closed while the kernel was starting".into(),
             ));
         }
         Ok(kernel)
@@ -475,7 +468,7 @@ impl Session {
     fn check_env(&self) -> Result<()> {
         match &self.cfg.env_file {
             Ok(_) => Ok(()),
-            Err(e) => Err(Error::Sandbox(e.clone())),
+            Err(e) => Err(Error::InvalidOption(e.clone())),
         }
     }
 
@@ -715,7 +708,9 @@ fn outcome(run: BoxRun, timeout_s: f64, files: Vec<FileInfo>) -> Outcome {
 fn stop_error(why: StopReason) -> Error {
     match why {
         StopReason::Aborted => Error::Aborted,
-        StopReason::Closed => Error::sandbox("the sandbox was closed while the call was running"),
+        StopReason::Closed => {
+            Error::Closed("the sandbox was closed while the call was running".into())
+        }
     }
 }
 
@@ -731,6 +726,24 @@ fn write_private(p: &Path, body: &[u8]) -> Result<()> {
         .map_err(|e| Error::io(format!("cannot write the env file {}", p.display()), e))?;
     f.write_all(body)
         .map_err(|e| Error::io("cannot write the env file", e))
+}
+
+/// The box command of a shell cell: bash where the image has it, sh where it does not, decided
+/// in the box by one sh (no second box start). `$1` is the code (`inline`) or the file holding
+/// it, so it is only ever an argument, never part of a command line.
+fn shell_cell(inline: bool, code_or_file: String) -> Vec<String> {
+    let script = if inline {
+        r#"command -v bash >/dev/null 2>&1 && exec bash -c "$1"; exec sh -c "$1""#
+    } else {
+        r#"command -v bash >/dev/null 2>&1 && exec bash "$1"; exec sh "$1""#
+    };
+    vec![
+        "sh".into(),
+        "-c".into(),
+        script.into(),
+        "kern-sandbox-shell".into(),
+        code_or_file,
+    ]
 }
 
 fn remove_helpers(opened: &Opened, files: &CellFiles) {

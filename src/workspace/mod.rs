@@ -61,7 +61,7 @@ fn uses_openat2() -> bool {
 pub(crate) fn describe(what: &str, rel: &str, e: io::Error) -> Error {
     let msg = match e.raw_os_error() {
         Some(libc::ELOOP) => format!("{what} {rel:?}: a symlink in the path is refused (it could point outside the workspace)"),
-        Some(libc::EXDEV) => format!("{what} {rel:?}: path escapes the workspace"),
+        Some(libc::EXDEV) => return Error::PathEscapes(format!("{what} {rel:?}: path escapes the workspace")),
         Some(libc::ENXIO) => format!("{what} {rel:?}: not a regular file (a FIFO or socket is refused)"),
         Some(libc::ENOENT) => return Error::NotFound(format!("{what} {rel:?}: ENOENT: no such file or directory")),
         _ => format!("{what} {rel:?}: {e}"),
@@ -87,7 +87,7 @@ pub fn normalize_rel(rel: &str) -> Result<Vec<String>> {
             Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
             Component::ParentDir => {
                 if parts.pop().is_none() {
-                    return Err(Error::sandbox(format!(
+                    return Err(Error::PathEscapes(format!(
                         "path escapes the workspace: {rel:?}"
                     )));
                 }
@@ -264,14 +264,16 @@ impl Workspace {
         let size = f.metadata().map(|m| m.len()).unwrap_or(0);
         let max = max_bytes.unwrap_or(MAX_READ);
         if size > max {
-            return Err(Error::sandbox(format!(
+            return Err(Error::TooLarge(format!(
                 "cannot read {rel:?}: the file is {size} bytes, over the {max}-byte read limit"
             )));
         }
         // The size is the box's to choose: never allocate from it up front beyond a chunk, and
         // grow with try_reserve so memory pressure is an error, not an abort of Node.
         let mut out: Vec<u8> = Vec::new();
-        let mut f = f.take(max + 1);
+        // One past the limit tells a file that grew from one that is exactly at it; saturating, as
+        // a maxBytes past u64 means no limit (a wrapped 0 would read nothing).
+        let mut f = f.take(max.saturating_add(1));
         let mut chunk = vec![0u8; (size.min(1 << 20) as usize).max(8192)];
         loop {
             let n = match f.read(&mut chunk) {
@@ -285,7 +287,7 @@ impl Workspace {
             out.extend_from_slice(&chunk[..n]);
         }
         if out.len() as u64 > max {
-            return Err(Error::sandbox(format!(
+            return Err(Error::TooLarge(format!(
                 "cannot read {rel:?}: the file grew past the read limit"
             )));
         }

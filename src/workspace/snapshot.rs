@@ -101,7 +101,7 @@ fn write_archive(
             let size = stat.st_size as u64;
             total = total.saturating_add(size);
             if total > limit {
-                return Err(Error::sandbox(format!(
+                return Err(Error::TooLarge(format!(
                     "snapshot refused: the workspace holds more than {limit} bytes of files \
                      (at {rel:?}); pass a larger maxBytes to archive it"
                 )));
@@ -403,7 +403,7 @@ impl std::error::Error for CeilingHit {}
 
 fn malformed(e: io::Error) -> Error {
     match e.get_ref().and_then(|i| i.downcast_ref::<CeilingHit>()) {
-        Some(hit) => Error::sandbox(format!("restore refused: {hit}")),
+        Some(hit) => Error::TooLarge(format!("restore refused: {hit}")),
         None => Error::sandbox(format!("malformed snapshot: {e}")),
     }
 }
