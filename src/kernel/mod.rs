@@ -787,7 +787,7 @@ mod tests {
             m
         ));
         assert!(
-            rich::JS_LAUNCH.contains(&format!("exec node {JS_HEAP_FLAG} -e \"$1\" \"$2\"")),
+            language::JS_LAUNCH.contains(&format!("exec node {JS_HEAP_FLAG} -e \"$1\" \"$2\"")),
             "the launcher starts node as is_driver_cmdline expects"
         );
         let launcher = b"/bin/sh\0-c\0exec node\0kern-js-kernel\0driver\0kern-kernel-00ff\0";
