@@ -1,6 +1,8 @@
 'use strict'
 // The error classes and the one place native errors become them.
 
+const { reportKernNotes } = require('./notes.js')
+
 /** A programmer or configuration error, thrown: bad argument, refused mount, kern missing.
  * What the sandbox does to a workload (timeout, blocked syscall, kill) is data on the result. */
 class SandboxError extends Error {
@@ -43,8 +45,9 @@ function fromNative(e, signal) {
   return e
 }
 
-/** Calls into the native side; what it throws, or its promise rejects with, maps onto our classes.
- * Methods await the promise, so they still show in async stack traces. */
+/** Calls into the native side; what it throws, or its promise rejects with, maps onto our classes,
+ * and kern's notes are reported once it settles. Methods await the promise, so they still show in
+ * async stack traces. */
 function callNative(call) {
   let r
   try {
@@ -53,9 +56,11 @@ function callNative(call) {
     throw fromNative(e)
   }
   return r instanceof Promise
-    ? r.then(undefined, (e) => {
-        throw fromNative(e)
-      })
+    ? r
+        .then(undefined, (e) => {
+          throw fromNative(e)
+        })
+        .finally(reportKernNotes)
     : r
 }
 
