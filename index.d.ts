@@ -219,6 +219,8 @@ export interface ExecutionError {
  * `exitCode`/`stdout` are what the user's code did. `success` requires both clean. */
 export class ExecutionResult {
   stdout: string
+  /** The workload's stderr. kern's own notes about the host (printed before the workload starts)
+   * are not in it: each is reported once per process as a `KernWarning` process warning. */
   stderr: string
   exitCode: number
   durationMs: number

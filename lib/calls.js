@@ -4,6 +4,7 @@
 
 const { fromNative } = require('./errors.js')
 const { checkCallback, checkSignal } = require('./options.js')
+const { reportKernNotes } = require('./notes.js')
 
 /** Wraps a chunk callback for the native side: a throw (or a rejected promise) from user code
  * must never escape into Node, where it would be fatal from a threadsafe-function call. */
@@ -49,6 +50,7 @@ async function cancellable(signal, cancel, start) {
     throw fromNative(e, signal)
   } finally {
     if (signal) signal.removeEventListener('abort', onAbort)
+    reportKernNotes()
   }
 }
 

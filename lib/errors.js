@@ -2,6 +2,8 @@
 // The error classes (documented in index.d.ts) and the one place native errors become them. Code
 // tells errors apart by their `code`, never by their message: messages may be reworded.
 
+const { reportKernNotes } = require('./notes.js')
+
 class SandboxError extends Error {
   constructor(message, options) {
     super(message, options)
@@ -66,8 +68,9 @@ function fromNative(e, signal) {
   return e
 }
 
-/** Calls into the native side; what it throws, or its promise rejects with, maps onto our classes.
- * Methods await the promise, so they still show in async stack traces. */
+/** Calls into the native side; what it throws, or its promise rejects with, maps onto our classes,
+ * and kern's notes are reported once it settles. Methods await the promise, so they still show in
+ * async stack traces. */
 function callNative(call) {
   let r
   try {
@@ -76,9 +79,11 @@ function callNative(call) {
     throw fromNative(e)
   }
   return r instanceof Promise
-    ? r.then(undefined, (e) => {
-        throw fromNative(e)
-      })
+    ? r
+        .then(undefined, (e) => {
+          throw fromNative(e)
+        })
+        .finally(reportKernNotes)
     : r
 }
 

@@ -154,6 +154,14 @@ pub fn error_codes() -> Vec<&'static str> {
     Error::CODES.to_vec()
 }
 
+/// kern's notes about its boxes (the "caps are not enforced on this host" warning and kin), taken
+/// out of the boxes' stderr since the last call: each distinct one once per process. lib/notes.js
+/// reports them as `KernWarning`s when a call settles.
+#[napi]
+pub fn take_kern_notes() -> Vec<String> {
+    output::notes::take()
+}
+
 fn nonnegative_bytes(v: Option<f64>, what: &str) -> napi::Result<Option<u64>> {
     match v {
         None => Ok(None),

@@ -1,13 +1,14 @@
 //! Option intake: the `#[napi(object)]` shapes JS hands us, and their one-time conversion into a
 //! validated [`Config`]. Everything downstream trusts `Config` and never re-checks a string.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use napi::bindgen_prelude::{Either, Null};
 use napi_derive::napi;
 
 use crate::errors::{Error, Result};
 use crate::lifecycle::locate;
+use crate::workspace::check_source_not_sensitive;
 
 /// Each option's default, in one place: [`Config::from_options`] applies them and JS reads them
 /// through [`option_defaults`] (lib/options.js for a Sandbox's properties; a test holds the README
@@ -81,18 +82,6 @@ pub fn option_defaults() -> OptionDefaults {
 /// Above a year a deadline is a mistake, and tokio's timer cannot represent much more.
 const MAX_TIMEOUT_S: f64 = 365.0 * 86_400.0;
 
-/// Host paths a mount (or the workspace) may never expose, as the reference refuses them.
-const REFUSED_SOURCES: &[&str] = &[
-    "/",
-    "/etc",
-    "/root",
-    "/boot",
-    "/proc",
-    "/sys",
-    "/dev",
-    "/var/run/docker.sock",
-    "/run/docker.sock",
-];
 /// Box paths a mount may not cover: kern's own essential mounts.
 const ESSENTIAL_TARGETS: &[&str] = &["/", "/proc", "/sys", "/dev"];
 
@@ -588,12 +577,6 @@ fn env_file_body(env: Vec<EnvInput>, box_workspace: &str) -> std::result::Result
     Ok(body)
 }
 
-/// The canonical (realpath) $HOME, if there is one.
-fn home_dir() -> Option<PathBuf> {
-    let home = std::env::var_os("HOME").filter(|h| !h.is_empty())?;
-    Some(std::fs::canonicalize(&home).unwrap_or_else(|_| PathBuf::from(home)))
-}
-
 /// Validates one host→box bind; returns the canonical source and the target as given.
 pub fn validate_mount(source: &str, target: &str) -> Result<(PathBuf, String)> {
     if !target.starts_with('/') {
@@ -645,23 +628,6 @@ pub fn validate_mount(source: &str, target: &str) -> Result<(PathBuf, String)> {
         )));
     }
     Ok((real, target.to_string()))
-}
-
-/// Refuses a canonical host path that is a sensitive location or contains one (mounting `/home`
-/// would expose `$HOME`, `/run` the docker socket).
-pub fn check_source_not_sensitive(real: &Path) -> Result<()> {
-    let home = home_dir();
-    let sensitive = REFUSED_SOURCES.iter().map(Path::new).chain(home.as_deref());
-    for s in sensitive {
-        if real == s || s.starts_with(real) {
-            return Err(Error::mount(format!(
-                "refusing to mount the sensitive host path {:?} into a sandbox (this would \
-                 defeat the isolation)",
-                real.display().to_string()
-            )));
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
 'use strict'
 // kern's own notes (the "caps not enforced on this host" warning, the uid-map note and their kin)
-// lead or trail a box's stderr. They are about the host, not the model's code: they are taken out of what the
-// model sees and written once to the server's own stderr, for the person who runs it.
+// are about the host, not the model's code. kern-sandbox already keeps the ones kern prints before a
+// box starts out of stderr (node prints each once on the server's stderr, as a KernWarning); what
+// is left here (notes kern prints after a box ends) is taken out of what the model sees and written
+// once to the server's own stderr, for the person who runs it.
 
 /** A line kern wrote about itself rather than the workload's output. */
 function isKernNote(line) {

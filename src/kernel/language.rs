@@ -3,7 +3,6 @@
 //! drivers that serve Python and JavaScript cells with the command line that starts each.
 
 use crate::errors::{Error, Result};
-use crate::kernel::rich;
 
 /// How the JS launcher (js/launch.sh) exits when the image has no node: sh's "command not found".
 pub const EXIT_NO_INTERPRETER: i32 = 127;
@@ -79,20 +78,44 @@ impl Driver {
             Driver::Python => vec![
                 "python3".into(),
                 "-c".into(),
-                rich::KERNEL_DRIVER.into(),
+                KERNEL_DRIVER.into(),
                 marker.into(),
             ],
             Driver::JavaScript => vec![
                 "/bin/sh".into(),
                 "-c".into(),
-                rich::JS_LAUNCH.into(),
+                JS_LAUNCH.into(),
                 "kern-js-kernel".into(),
-                rich::JS_KERNEL_DRIVER.into(),
+                JS_KERNEL_DRIVER.into(),
                 marker.into(),
             ],
         }
     }
 }
+
+/// The warm kernel's driver, run as `python3 -c DRIVER <marker>`; its chart extractor is a
+/// string compiled on the first figure.
+pub const KERNEL_DRIVER: &str = concat!(
+    include_str!("python/core.py"),
+    include_str!("python/capture.py"),
+    include_str!("python/ipython.py"),
+    "\n_CHARTS = r'''",
+    include_str!("python/charts.py"),
+    "'''\n\n",
+    include_str!("python/kernel.py")
+);
+
+/// The JavaScript kernel's driver, run as `node -e DRIVER <marker>` by [`JS_LAUNCH`]. `-e` code
+/// is a script: wrapped in a function, its names stay out of the global scope cells share.
+pub const JS_KERNEL_DRIVER: &str = concat!(
+    "(() => {\n",
+    include_str!("js/core.js"),
+    include_str!("js/kernel.js"),
+    "})()\n"
+);
+
+/// The sh script that starts the JavaScript driver with its fds laid out.
+pub const JS_LAUNCH: &str = include_str!("js/launch.sh");
 
 #[cfg(test)]
 mod tests {
@@ -129,5 +152,14 @@ mod tests {
         assert_eq!(c.len(), 6);
         assert!(c[2].contains(r#"exec node --min-semi-space-size=8 -e "$1" "$2""#));
         assert_eq!(c[5], "kern-kernel-00");
+    }
+
+    #[test]
+    fn drivers_are_embedded_whole() {
+        assert!(KERNEL_DRIVER.contains("def _bundle") && KERNEL_DRIVER.ends_with("_serve()\n"));
+        assert!(
+            JS_KERNEL_DRIVER.contains("function bundleOf")
+                && JS_KERNEL_DRIVER.ends_with("serve()\n})()\n")
+        );
     }
 }

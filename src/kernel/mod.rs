@@ -20,13 +20,14 @@ use std::time::{Duration, Instant};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::Status;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::{watch, Notify};
+use tokio::sync::{oneshot, watch, Notify};
 
 use crate::errors::{Error, Result};
 use crate::lifecycle::cancel::{Cancel, StopReason};
 use crate::lifecycle::fault::{self, Ending, Fault};
 use crate::lifecycle::outcome::Outcome;
 use crate::lifecycle::spawn::{Pipes, Resident};
+use crate::output::notes::HeadNotes;
 use crate::output::{ChunkFn, Sink, QUEUE_DEPTH};
 use language::Driver;
 use protocol::{FrameReader, ReadError};
@@ -154,8 +155,9 @@ impl Kernel {
         let kern_stderr = Arc::new(Mutex::new(Vec::new()));
         let (stderr_tx, stderr_done) = watch::channel(false);
         let kept = kern_stderr.clone();
+        let (catch_up, caught_up) = oneshot::channel();
         tokio::spawn(async move {
-            keep_stderr(pipes.stderr, kept).await;
+            keep_stderr(pipes.stderr, kept, caught_up).await;
             let _ = stderr_tx.send(true);
         });
         let shared = Arc::new(Mutex::new(Shared {
@@ -188,7 +190,14 @@ impl Kernel {
             }
         };
         match ready {
-            Ok(Ok(Some((protocol::READY, _)))) => {}
+            Ok(Ok(Some((protocol::READY, _)))) => {
+                // kern wrote its notes before it started the box, so they are in the stderr pipe
+                // now: they are read (and queued for JS) before the kernel is handed out.
+                let (ack, acked) = oneshot::channel();
+                if catch_up.send(ack).is_ok() {
+                    let _ = tokio::time::timeout(Duration::from_secs(1), acked).await;
+                }
+            }
             other => {
                 return Err(match other {
                     Err(_) => {
@@ -294,17 +303,57 @@ fn dup_fd(w: &tokio::net::unix::pipe::Sender) -> Result<OwnedFd> {
         .map_err(|e| Error::io("could not duplicate the kernel's stdin", e.into()))
 }
 
-/// Keeps the first bytes of kern's stderr (its own messages; the driver's go through frames).
-async fn keep_stderr(mut r: tokio::net::unix::pipe::Receiver, kept: Arc<Mutex<Vec<u8>>>) {
+/// Keeps the first bytes of kern's stderr (its own messages; the driver's go through frames) and
+/// queues kern's leading notes for JS. Asked through `catch_up`, it reads what the pipe holds at
+/// once and acknowledges.
+async fn keep_stderr(
+    mut r: tokio::net::unix::pipe::Receiver,
+    kept: Arc<Mutex<Vec<u8>>>,
+    catch_up: oneshot::Receiver<oneshot::Sender<()>>,
+) {
     let mut buf = vec![0u8; 16 * 1024];
+    let mut head = HeadNotes::new();
+    let mut take = |bytes: &[u8]| {
+        head.feed(bytes);
+        let mut k = kept.lock().unwrap_or_else(|p| p.into_inner());
+        let room = STDERR_KEPT.saturating_sub(k.len());
+        k.extend_from_slice(&bytes[..bytes.len().min(room)]);
+    };
+    let mut catch_up = Some(catch_up);
     loop {
-        match r.read(&mut buf).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => {
-                let mut k = kept.lock().unwrap_or_else(|p| p.into_inner());
-                let room = STDERR_KEPT.saturating_sub(k.len());
-                k.extend_from_slice(&buf[..n.min(room)]);
+        let got = tokio::select! {
+            biased;
+            ask = async { catch_up.as_mut().expect("checked").await }, if catch_up.is_some() => {
+                Err(ask.ok())
             }
+            read = r.read(&mut buf) => Ok(read),
+        };
+        match got {
+            Err(ask) => {
+                catch_up = None;
+                if let Some(ack) = ask {
+                    let eof = read_now(&r, &mut buf, &mut take);
+                    let _ = ack.send(());
+                    if eof {
+                        return;
+                    }
+                }
+            }
+            Ok(Ok(0) | Err(_)) => return,
+            Ok(Ok(n)) => take(&buf[..n]),
+        }
+    }
+}
+
+/// Reads what the pipe holds now, with plain non-blocking reads (tokio's readiness may not have
+/// seen it yet); true at EOF.
+fn read_now(r: &impl std::os::fd::AsFd, buf: &mut [u8], take: &mut impl FnMut(&[u8])) -> bool {
+    loop {
+        match rustix::io::read(r, &mut *buf) {
+            Ok(0) => return true,
+            Ok(n) => take(&buf[..n]),
+            Err(rustix::io::Errno::INTR) => {}
+            Err(_) => return false,
         }
     }
 }
@@ -798,7 +847,7 @@ mod tests {
             m
         ));
         assert!(
-            rich::JS_LAUNCH.contains(&format!("exec node {JS_HEAP_FLAG} -e \"$1\" \"$2\"")),
+            language::JS_LAUNCH.contains(&format!("exec node {JS_HEAP_FLAG} -e \"$1\" \"$2\"")),
             "the launcher starts node as is_driver_cmdline expects"
         );
         let launcher = b"/bin/sh\0-c\0exec node\0kern-js-kernel\0driver\0kern-kernel-00ff\0";

@@ -1,9 +1,11 @@
-//! Rich results of Python and JavaScript code: the in-box runners and kernel drivers, and what
-//! they hand back.
+//! Rich results of Python and JavaScript code: the one-shot in-box runners and what they hand
+//! back (the kernel drivers are `language`'s).
 //!
 //! Both run next to untrusted code, so everything they write back is data to vet: the host reads
 //! it bounded and without following links, and lib/results.js parses each JSON line on its own, so
 //! one malformed line costs only itself.
+
+use crate::kernel::language::Driver;
 
 /// The one-shot runner, run as `python3 /workspace/.run-<id>.py`. Its capture code rides along
 /// as a string, compiled only when a cell has something to capture, and the chart extractor as
@@ -17,30 +19,6 @@ pub const RUNNER: &str = concat!(
     "'''\n\n",
     include_str!("python/runner.py")
 );
-
-/// The warm kernel's driver, run as `python3 -c DRIVER <marker>`; its chart extractor is a
-/// string compiled on the first figure.
-pub const KERNEL_DRIVER: &str = concat!(
-    include_str!("python/core.py"),
-    include_str!("python/capture.py"),
-    include_str!("python/ipython.py"),
-    "\n_CHARTS = r'''",
-    include_str!("python/charts.py"),
-    "'''\n\n",
-    include_str!("python/kernel.py")
-);
-
-/// The JavaScript kernel's driver, run as `node -e DRIVER <marker>` by [`JS_LAUNCH`]. `-e` code
-/// is a script: wrapped in a function, its names stay out of the global scope cells share.
-pub const JS_KERNEL_DRIVER: &str = concat!(
-    "(() => {\n",
-    include_str!("js/core.js"),
-    include_str!("js/kernel.js"),
-    "})()\n"
-);
-
-/// The sh script that starts the JavaScript driver with its fds laid out.
-pub const JS_LAUNCH: &str = include_str!("js/launch.sh");
 
 /// The one-shot JavaScript runner, run as `node /workspace/.run-<id>.js`.
 pub const JS_RUNNER: &str = concat!(include_str!("js/core.js"), include_str!("js/runner.js"));
@@ -57,10 +35,10 @@ pub struct CellFiles {
 }
 
 impl CellFiles {
-    pub fn new(tag: &str, language: crate::kernel::language::Driver) -> CellFiles {
+    pub fn new(tag: &str, language: Driver) -> CellFiles {
         let (cell, run) = match language {
-            crate::kernel::language::Driver::Python => ("py", "py"),
-            crate::kernel::language::Driver::JavaScript => ("json", "js"),
+            Driver::Python => ("py", "py"),
+            Driver::JavaScript => ("json", "js"),
         };
         CellFiles {
             cell: format!(".cell-{tag}.{cell}"),
@@ -70,10 +48,10 @@ impl CellFiles {
     }
 
     /// The in-box runner's source.
-    pub fn runner_source(language: crate::kernel::language::Driver) -> &'static str {
+    pub fn runner_source(language: Driver) -> &'static str {
         match language {
-            crate::kernel::language::Driver::Python => RUNNER,
-            crate::kernel::language::Driver::JavaScript => JS_RUNNER,
+            Driver::Python => RUNNER,
+            Driver::JavaScript => JS_RUNNER,
         }
     }
 
@@ -109,7 +87,7 @@ mod tests {
 
     #[test]
     fn helper_names_share_one_tag() {
-        let f = CellFiles::new("0a1b2c3d", crate::kernel::language::Driver::Python);
+        let f = CellFiles::new("0a1b2c3d", Driver::Python);
         assert_eq!(
             f.all(),
             [
@@ -122,7 +100,7 @@ mod tests {
             .all()
             .iter()
             .all(|n| crate::workspace::track::is_helper_file(n)));
-        let js = CellFiles::new("0a1b2c3d", crate::kernel::language::Driver::JavaScript);
+        let js = CellFiles::new("0a1b2c3d", Driver::JavaScript);
         assert_eq!(
             js.all(),
             [
@@ -142,11 +120,6 @@ mod tests {
         assert!(!include_str!("python/capture.py").contains("'''"));
         assert!(!include_str!("python/charts.py").contains("'''"));
         assert!(RUNNER.contains("def _bundle") && RUNNER.ends_with("_run()\n"));
-        assert!(KERNEL_DRIVER.contains("def _bundle") && KERNEL_DRIVER.ends_with("_serve()\n"));
-        assert!(
-            JS_KERNEL_DRIVER.contains("function bundleOf")
-                && JS_KERNEL_DRIVER.ends_with("serve()\n})()\n")
-        );
         assert!(JS_RUNNER.contains("function bundleOf") && JS_RUNNER.ends_with("run()\n"));
     }
 }

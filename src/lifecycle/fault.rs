@@ -3,6 +3,8 @@
 //! Order matters: facts the workload cannot forge (our own deadline, exit codes, kern's started
 //! channel) decide before anything read from stderr, which the workload controls.
 
+use crate::output::notes::is_kern_notice;
+
 pub const EXIT_SIGKILL: i32 = 137;
 pub const EXIT_SIGSYS: i32 = 159;
 pub const EXIT_SIGTERM: i32 = 143;
@@ -129,15 +131,6 @@ fn kern_startup_error(stderr: &[u8]) -> Option<String> {
     let lines: Vec<&str> = text.lines().collect();
     let first = lines.iter().position(|l| is_error(l))?;
     Some(lines[first..].join("\n").trim().chars().take(500).collect())
-}
-
-/// kern's own notices on stderr (warnings about caps, uid maps, profiles): not the workload's.
-fn is_kern_notice(line: &str) -> bool {
-    let l = line.trim_start();
-    l.starts_with("kern: warning:")
-        || l.starts_with("kern: note:")
-        || (l.starts_with("kern: ") && l.contains("not enforced"))
-        || l.starts_with("kern: security-profile=")
 }
 
 /// `stderr` without kern's notices, for messages that should show the workload's own error.

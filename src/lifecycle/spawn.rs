@@ -186,8 +186,8 @@ pub async fn run_box(l: Launch<'_>) -> Result<BoxRun> {
     };
     let io = async {
         tokio::join!(
-            pump(stdout, l.cap, l.on_stdout, drained(drain_rx.clone())),
-            pump(stderr, l.cap, l.on_stderr, drained(drain_rx.clone())),
+            pump(stdout, l.cap, l.on_stdout, drained(drain_rx.clone()), false),
+            pump(stderr, l.cap, l.on_stderr, drained(drain_rx.clone()), true),
             read_started(started_r, drained(drain_rx)),
         )
     };

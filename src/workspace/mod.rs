@@ -21,7 +21,6 @@ use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
 use crate::errors::{Error, Result};
-use crate::options::check_source_not_sensitive;
 
 /// Set to force the openat fallback (tests cover both paths); also set on ENOSYS.
 pub const FORCE_FALLBACK_ENV: &str = "KERN_SANDBOX_NO_OPENAT2";
@@ -446,6 +445,42 @@ pub(crate) fn child_rel(prefix: &str, name: &str) -> String {
     } else {
         format!("{prefix}/{name}")
     }
+}
+
+/// Host paths a mount (or the workspace) may never expose, as the reference refuses them.
+const REFUSED_SOURCES: &[&str] = &[
+    "/",
+    "/etc",
+    "/root",
+    "/boot",
+    "/proc",
+    "/sys",
+    "/dev",
+    "/var/run/docker.sock",
+    "/run/docker.sock",
+];
+
+/// The canonical (realpath) $HOME, if there is one.
+fn home_dir() -> Option<PathBuf> {
+    let home = std::env::var_os("HOME").filter(|h| !h.is_empty())?;
+    Some(std::fs::canonicalize(&home).unwrap_or_else(|_| PathBuf::from(home)))
+}
+
+/// Refuses a canonical host path that is a sensitive location or contains one (mounting `/home`
+/// would expose `$HOME`, `/run` the docker socket).
+pub fn check_source_not_sensitive(real: &Path) -> Result<()> {
+    let home = home_dir();
+    let sensitive = REFUSED_SOURCES.iter().map(Path::new).chain(home.as_deref());
+    for s in sensitive {
+        if real == s || s.starts_with(real) {
+            return Err(Error::mount(format!(
+                "refusing to mount the sensitive host path {:?} into a sandbox (this would \
+                 defeat the isolation)",
+                real.display().to_string()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// A caller-named workspace: absolute, created when missing, canonical, not sensitive.
