@@ -30,6 +30,11 @@ function runExample(file) {
 }
 
 const EXPECT = {
+  'openai-agents.mjs': [
+    /write -> Created fib\.py/,
+    /Process exited with code 0\nOutput:\n55\nfrom the manifest/,
+    /agent: fib\(10\) is 55\./,
+  ],
   'ai-sdk.mjs': [
     /shell -> exit 0: 4 sales\.csv/,
     /python -> 62, \[bar chart, \d+ base64 bytes\]/,

@@ -41,3 +41,12 @@ test("require('kern-sandbox/ai') loads ai, and no other framework", () => {
     [],
   )
 })
+
+test("require('kern-sandbox/openai-agents') loads @openai/agents-core, and no other framework", () => {
+  const loaded = loadedAfter("require('kern-sandbox/openai-agents')")
+  assert.ok(loaded.includes('@openai/agents-core'), JSON.stringify(loaded))
+  assert.deepEqual(
+    loaded.filter((n) => !n.startsWith('@openai/')),
+    [],
+  )
+})
