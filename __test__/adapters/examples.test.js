@@ -35,6 +35,7 @@ const EXPECT = {
     /Process exited with code 0\nOutput:\n55\nfrom the manifest/,
     /agent: fib\(10\) is 55\./,
   ],
+  'mastra.mjs': [/Wrote 53 bytes to \/stats\.py/, /run -> 6/, /after edit -> 5/, /files -> .*stats\.py/],
   'ai-sdk.mjs': [
     /shell -> exit 0: 4 sales\.csv/,
     /python -> 62, \[bar chart, \d+ base64 bytes\]/,

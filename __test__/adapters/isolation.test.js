@@ -50,3 +50,13 @@ test("require('kern-sandbox/openai-agents') loads @openai/agents-core, and no ot
     [],
   )
 })
+
+test("require('kern-sandbox/mastra') loads @mastra/core, and no other framework", () => {
+  const loaded = loadedAfter("require('kern-sandbox/mastra')")
+  assert.ok(loaded.includes('@mastra/core'), JSON.stringify(loaded))
+  // @mastra/core itself depends on some @ai-sdk packages; no other framework entry is loaded.
+  assert.deepEqual(
+    loaded.filter((n) => !n.startsWith('@mastra/') && !n.startsWith('@ai-sdk/') && n !== 'ai'),
+    [],
+  )
+})

@@ -14,16 +14,18 @@ const tsc = require.resolve('typescript/bin/tsc')
 const dir = path.join(__dirname, 'types')
 const repo = path.resolve(__dirname, '..', '..')
 
-function project() {
+/** The tsc project to run: `name` itself, or (while index.d.ts has no Machine) a temporary one
+ * extending it with the contract's augmentation added to its files. */
+function project(name) {
   const hasMachine = /\bclass Machine\b/.test(fs.readFileSync(path.join(repo, 'index.d.ts'), 'utf8'))
-  if (hasMachine) return path.join(dir, 'tsconfig.json')
-  const base = JSON.parse(fs.readFileSync(path.join(dir, 'tsconfig.json'), 'utf8').replace(/^\s*\/\/.*$/gm, ''))
+  if (hasMachine) return path.join(dir, name)
+  const base = JSON.parse(fs.readFileSync(path.join(dir, name), 'utf8').replace(/^\s*\/\/.*$/gm, ''))
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'kst-adapter-types-'))
-  const config = path.join(tmp, 'tsconfig.json')
+  const config = path.join(tmp, name)
   fs.writeFileSync(
     config,
     JSON.stringify({
-      extends: path.join(dir, 'tsconfig.json'),
+      extends: path.join(dir, name),
       compilerOptions: { typeRoots: [path.join(repo, 'node_modules', '@types')] },
       files: [...base.files, 'machine-contract.d.ts'].map((f) => path.join(dir, f)),
     }),
@@ -32,14 +34,19 @@ function project() {
   return config
 }
 
-test('tsc --noEmit --strict compiles every framework entry against the framework types', async () => {
-  const config = project()
-  const { code, out } = await new Promise((resolve) => {
-    const child = cp.spawn(process.execPath, [tsc, '-p', config, '--pretty', 'false'], { cwd: dir })
-    let out = ''
-    child.stdout.on('data', (d) => (out += d))
-    child.stderr.on('data', (d) => (out += d))
-    child.on('close', (code) => resolve({ code, out }))
+for (const [name, what] of [
+  ['tsconfig.json', 'ai, openai-agents, langchain'],
+  ['tsconfig.mastra.json', 'mastra'],
+]) {
+  test(`tsc --noEmit --strict compiles the framework entries against the framework types: ${what}`, async () => {
+    const config = project(name)
+    const { code, out } = await new Promise((resolve) => {
+      const child = cp.spawn(process.execPath, [tsc, '-p', config, '--pretty', 'false'], { cwd: dir })
+      let out = ''
+      child.stdout.on('data', (d) => (out += d))
+      child.stderr.on('data', (d) => (out += d))
+      child.on('close', (code) => resolve({ code, out }))
+    })
+    assert.equal(code, 0, `tsc -p ${config}:\n${out}`)
   })
-  assert.equal(code, 0, `tsc -p ${config}:\n${out}`)
-})
+}
