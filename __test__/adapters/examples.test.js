@@ -36,6 +36,7 @@ const EXPECT = {
     /agent: fib\(10\) is 55\./,
   ],
   'mastra.mjs': [/Wrote 53 bytes to \/stats\.py/, /run -> 6/, /after edit -> 5/, /files -> .*stats\.py/],
+  'langchain.mjs': [/write_file -> Successfully wrote/, /execute -> Cairo/, /read_file -> .*Oslo,4 \| Lima,19/],
   'ai-sdk.mjs': [
     /shell -> exit 0: 4 sales\.csv/,
     /python -> 62, \[bar chart, \d+ base64 bytes\]/,

@@ -254,6 +254,8 @@ class FakeMachine {
       PATH: IMAGE_PATH,
       LANG: 'C.UTF-8',
       HOME: '/root',
+      // Marks every process of this machine, so close() can end the ones a command left behind.
+      KERN_FAKE_MACHINE: this.name,
       ...(extra.pty ? { TERM: 'xterm-256color' } : {}),
       ...opts.env,
     }
@@ -486,12 +488,25 @@ class FakeMachine {
     return k
   }
 
+  /** Processes a command started and left running (a real machine ends them with its box). */
+  _killLeftovers() {
+    const mark = Buffer.from(`KERN_FAKE_MACHINE=${this.name}\0`)
+    for (const pid of fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+      try {
+        if (fs.readFileSync(`/proc/${pid}/environ`).includes(mark)) process.kill(Number(pid), 'SIGKILL')
+      } catch {
+        /* gone, or not ours */
+      }
+    }
+  }
+
   async close() {
     if (!this.alive) return
     this.alive = false
     for (const p of this._procs.values()) await p.kill('SIGKILL')
     await Promise.all([...this._procs.values()].map((p) => p.wait()))
     for (const k of this._kernels) await k.close()
+    this._killLeftovers()
     fs.rmSync(this._tmp, { recursive: true, force: true })
   }
 

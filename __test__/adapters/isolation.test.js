@@ -8,7 +8,7 @@ const path = require('node:path')
 const cp = require('node:child_process')
 
 const repo = path.resolve(__dirname, '..', '..')
-const FRAMEWORKS = ['ai', '@ai-sdk', '@openai', '@mastra', 'deepagents', 'langchain', '@langchain']
+const FRAMEWORKS = ['ai', '@ai-sdk', '@openai', '@mastra', 'deepagents', 'langchain', '@langchain', 'langsmith']
 
 /** The framework packages a fresh node process loads for `code`: every module Node loads, CommonJS
  * or ES (require() of an ES module, as ai 7 is, never shows in require.cache), from NODE_DEBUG. */
@@ -16,6 +16,7 @@ function loadedAfter(code) {
   const r = cp.spawnSync(process.execPath, ['-e', code], {
     cwd: repo,
     encoding: 'utf8',
+    maxBuffer: 512 * 1024 * 1024,
     env: { ...process.env, NODE_DEBUG: 'module,esm' },
   })
   assert.equal(r.status, 0, r.stderr.slice(-2000))
@@ -57,6 +58,15 @@ test("require('kern-sandbox/mastra') loads @mastra/core, and no other framework"
   // @mastra/core itself depends on some @ai-sdk packages; no other framework entry is loaded.
   assert.deepEqual(
     loaded.filter((n) => !n.startsWith('@mastra/') && !n.startsWith('@ai-sdk/') && n !== 'ai'),
+    [],
+  )
+})
+
+test("require('kern-sandbox/langchain') loads deepagents and LangChain, and no other framework", () => {
+  const loaded = loadedAfter("require('kern-sandbox/langchain')")
+  assert.ok(loaded.includes('deepagents'), JSON.stringify(loaded))
+  assert.deepEqual(
+    loaded.filter((n) => !['deepagents', 'langchain', 'langsmith'].includes(n) && !n.startsWith('@langchain/')),
     [],
   )
 })
