@@ -14,6 +14,7 @@ const {
   checkCount,
   isMissing,
   invalid,
+  clipText,
   openMachine,
   splitOptions,
   statFollow,
@@ -192,32 +193,21 @@ function make({ BaseSandbox, normalizeReadPagination }) {
       return posix.resolve(this.machine.workdir, checkPath(p))
     }
 
-    /** One shell command; stdout and stderr merged as they arrive, at most maxOutputBytes kept. */
+    /** One shell command; its stdout, then its stderr, at most maxOutputBytes in all. (The result's
+     * capture, not live callbacks: those are best-effort and could drop a chunk.) */
     async execute(command) {
       if (typeof command !== 'string' || command.trim() === '') {
         return { output: 'Error: command must be a non-empty string', exitCode: 1, truncated: false }
       }
       if (command.includes('\0')) return { output: 'Error: command contains a NUL byte', exitCode: 1, truncated: false }
-      const chunks = []
-      let size = 0
-      let truncated = false
-      const keep = (b) => {
-        if (size >= this._maxOutputBytes) {
-          truncated = true
-          return
-        }
-        const part = b.length > this._maxOutputBytes - size ? b.subarray(0, this._maxOutputBytes - size) : b
-        if (part.length < b.length) truncated = true
-        chunks.push(Buffer.from(part))
-        size += part.length
-      }
       const r = await this.machine.exec(command, {
-        onStdout: keep,
-        onStderr: keep,
-        maxOutputBytes: 1,
+        maxOutputBytes: this._maxOutputBytes,
         ...(this._timeoutS !== undefined ? { timeoutS: this._timeoutS } : {}),
       })
-      let output = Buffer.concat(chunks).toString('utf8')
+      const joined = r.stderr ? `${r.stdout}${r.stdout && !r.stdout.endsWith('\n') ? '\n' : ''}${r.stderr}` : r.stdout
+      const clipped = clipText(joined, this._maxOutputBytes)
+      const truncated = r.truncated || clipped.clipped
+      let output = clipped.text
       if (truncated) output += `\n[output truncated at ${this._maxOutputBytes} bytes]`
       if (r.fault) output += `\n[${r.fault.type}: ${r.fault.message}]`
       return { output, exitCode: r.exitCode, truncated }

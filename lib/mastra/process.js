@@ -11,8 +11,9 @@ const { checkCommand, checkEnv, checkPath } = require('../adapters.js')
  * own base classes, and Mastra's instanceof checks need ours to extend the copy the app uses). */
 function make({ SandboxProcessManager, ProcessHandle }) {
   class KernProcessHandle extends ProcessHandle {
-    constructor(proc, options, started) {
+    constructor(proc, options, started, wiring) {
       super(options)
+      this._wiring = wiring
       this.pid = String(proc.pid)
       this.exitCode = undefined
       this._proc = proc
@@ -36,11 +37,16 @@ function make({ SandboxProcessManager, ProcessHandle }) {
           } else {
             this.exitCode = r.exitCode
           }
+          // Live callbacks are best-effort: with all output retained (executeCommand), the machine's
+          // own capture is the complete one whenever the callbacks delivered less.
+          const whole = this._wiring.unbounded && !r.truncated
+          const stdout = whole && Buffer.byteLength(r.stdout) > this._wiring.bytes.out ? r.stdout : this.stdout
+          const stderr = whole && Buffer.byteLength(r.stderr) > this._wiring.bytes.err ? r.stderr : this.stderr
           return {
             success: this.exitCode === 0,
             exitCode: this.exitCode,
-            stdout: this.stdout,
-            stderr: this.stderr,
+            stdout,
+            stderr,
             executionTimeMs: Date.now() - started,
             timedOut,
             killed: timedOut || killed,
@@ -67,9 +73,10 @@ function make({ SandboxProcessManager, ProcessHandle }) {
     }
 
     /** Wires a machine process's output into the handle (UTF-8 decoded across chunk boundaries). */
-    static callbacks() {
+    static callbacks(unbounded) {
       const out = new StringDecoder('utf8')
       const err = new StringDecoder('utf8')
+      const bytes = { out: 0, err: 0 }
       let handle = null
       const early = []
       const deliver = (kind, text) => {
@@ -79,8 +86,16 @@ function make({ SandboxProcessManager, ProcessHandle }) {
         else handle.emitStderr(text)
       }
       return {
-        onStdout: (b) => deliver('out', out.write(b)),
-        onStderr: (b) => deliver('err', err.write(b)),
+        unbounded,
+        bytes,
+        onStdout: (b) => {
+          bytes.out += b.length
+          deliver('out', out.write(b))
+        },
+        onStderr: (b) => {
+          bytes.err += b.length
+          deliver('err', err.write(b))
+        },
         bind(h) {
           handle = h
           h._flush = () => {
@@ -124,18 +139,20 @@ function make({ SandboxProcessManager, ProcessHandle }) {
       const sandbox = this.sandbox
       const base = sandbox.workingDirectory ?? sandbox.machine.workdir
       const cwd = options.cwd === undefined ? base : posix.resolve(base, checkPath(options.cwd, 'cwd'))
-      const wiring = KernProcessHandle.callbacks()
+      const unbounded = options.maxRetainedBytes === Infinity
+      const wiring = KernProcessHandle.callbacks(unbounded)
       const started = Date.now()
       const proc = await sandbox.machine.spawn(command, {
         cwd,
         env: checkEnv({ ...this.env, ...options.env }),
         stdin: options.stdinMode !== 'ignore',
-        // The handle keeps its own bounded copy (maxRetainedBytes); the machine need not keep one.
-        maxOutputBytes: 1,
+        // The handle keeps its own copy (maxRetainedBytes, newest output kept); the machine's capture
+        // is needed only when everything is retained, as the complete fallback.
+        ...(unbounded ? {} : { maxOutputBytes: 1 }),
         onStdout: wiring.onStdout,
         onStderr: wiring.onStderr,
       })
-      const handle = new KernProcessHandle(proc, options, started)
+      const handle = new KernProcessHandle(proc, options, started, wiring)
       wiring.bind(handle)
       this._tracked.set(handle.pid, handle)
       return handle

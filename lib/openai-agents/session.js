@@ -225,11 +225,12 @@ function make({ core, sandbox, internal }) {
           ? { pty: PTY_SIZE, onData: (b) => pending.push('out', b) }
           : { onStdout: (b) => pending.push('out', b), onStderr: (b) => pending.push('err', b) }),
       })
-      const entry = { proc, pending, tty, done: false, exitCode: null }
+      const entry = { proc, pending, tty, done: false, exitCode: null, result: null, handedOut: false }
       entry.exited = proc.wait().then(
         (r) => {
           entry.done = true
           entry.exitCode = r.exitCode
+          entry.result = r
         },
         () => {
           entry.done = true
@@ -241,7 +242,17 @@ function make({ core, sandbox, internal }) {
     }
 
     _report(entry, start, maxOutputTokens, sessionId) {
-      const taken = entry.pending.take()
+      let taken = entry.pending.take()
+      // Live callbacks are best-effort; a command that ended before any output was handed out
+      // reports the machine's own capture when the callbacks delivered less of it.
+      const r = entry.result
+      if (r && !entry.handedOut && !r.truncated && !entry.tty) {
+        const whole = Buffer.byteLength(r.stdout) + Buffer.byteLength(r.stderr)
+        if (whole > Buffer.byteLength(taken.stdout) + Buffer.byteLength(taken.stderr)) {
+          taken = { output: r.stdout + r.stderr, stdout: r.stdout, stderr: r.stderr }
+        }
+      }
+      entry.handedOut = true
       const out = truncateOutput(taken.output, maxOutputTokens)
       const base = {
         output: out.text,
