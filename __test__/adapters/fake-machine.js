@@ -169,10 +169,14 @@ class FakeProcess {
 }
 
 class FakeMachine {
-  constructor(sbx, opts) {
+  constructor(sbx) {
     this._sbx = sbx
     this.name = `fake-${process.pid}-${Math.random().toString(16).slice(2, 8)}`
-    this.workdir = opts.boxWorkspace || '/workspace'
+    // The session's own options are public properties of a Sandbox.
+    this.workdir = sbx.boxWorkspace || '/workspace'
+    this._sessionEnv = sbx.env || {}
+    this._timeoutS = sbx.timeoutS || 30
+    this._maxOutputBytes = sbx.maxOutputBytes || 10 * 1024 * 1024
     this._ws = sbx.workspacePath
     this._tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'kst-fake-machine-'))
     this._procs = new Map()
@@ -257,6 +261,7 @@ class FakeMachine {
       // Marks every process of this machine, so close() can end the ones a command left behind.
       KERN_FAKE_MACHINE: this.name,
       ...(extra.pty ? { TERM: 'xterm-256color' } : {}),
+      ...this._sessionEnv,
       ...opts.env,
     }
     const argv = this._argv(command, cwd, extra.pty)
@@ -270,7 +275,7 @@ class FakeMachine {
     }
     const proc = new FakeProcess(this, child, info, {
       stdinOpen: extra.stdinOpen,
-      maxOutputBytes: opts.maxOutputBytes ?? 10 * 1024 * 1024,
+      maxOutputBytes: opts.maxOutputBytes ?? this._maxOutputBytes,
       timeoutS: opts.timeoutS,
       onStdout: opts.onStdout,
       onStderr: opts.onStderr,
@@ -290,7 +295,7 @@ class FakeMachine {
 
   async exec(command, opts = {}) {
     opts.signal?.throwIfAborted()
-    const proc = this._start(command, { timeoutS: 30, ...opts }, { stdinOpen: true })
+    const proc = this._start(command, { timeoutS: this._timeoutS, ...opts }, { stdinOpen: true })
     const started = new Promise((resolve, reject) => {
       proc._child.once('spawn', resolve)
       proc._child.once('error', reject)
@@ -517,7 +522,8 @@ class FakeMachine {
 
 /** `sbx.machine()` of the fake: a FakeMachine on the session's workspace. */
 async function fakeMachine(sbx, opts = {}) {
-  const m = new FakeMachine(sbx, opts)
+  const m = new FakeMachine(sbx)
+  for (const port of opts.ports ?? []) await m.exposePort(port)
   const closeSbx = sbx.close.bind(sbx)
   // sbx.close() closes its machines, as the contract says.
   sbx.close = async () => {

@@ -228,6 +228,26 @@ eachMachine('openai-agents: the session', () => {
     assert.equal(await fresh.running(), false)
   })
 
+  test.it('the session env stays out of serialized state; a resumed session gets it from the client', async () => {
+    const secretClient = new KernSandboxClient({ env: { API_TOKEN: 'hunter2' } })
+    const c = await secretClient.create({ manifest: new Manifest() })
+    try {
+      assert.equal((await c.exec({ cmd: 'echo $API_TOKEN', login: false })).stdout, 'hunter2\n')
+      const json = JSON.stringify(await secretClient.serializeSessionState(c.state))
+      assert.ok(!json.includes('hunter2'), json)
+      const state = await secretClient.deserializeSessionState(JSON.parse(json))
+      state.sessionKey = 'another'
+      const resumed = await secretClient.resume(state)
+      try {
+        assert.equal((await resumed.exec({ cmd: 'echo $API_TOKEN', login: false })).stdout, 'hunter2\n')
+      } finally {
+        await resumed.close()
+      }
+    } finally {
+      await c.close()
+    }
+  })
+
   test.it('resolveExposedPort: a loopback URL on the host, recorded in the state', async () => {
     const port = await freePort()
     const e = await s.resolveExposedPort(port)
