@@ -121,7 +121,11 @@ test('the published main package lists every platform package at exactly its ver
     const dep = JSON.parse(fs.readFileSync(path.join(repo, 'node_modules', name, 'package.json'), 'utf8'))
     assert.ok(!dep.dependencies || Object.keys(dep.dependencies).length === 0, `${name} has dependencies of its own`)
   }
-  assert.equal(pkg.peerDependencies, undefined)
+  // The framework entries (kern-sandbox/ai, ...) name their frameworks as peers, every one optional:
+  // an install of kern-sandbox alone pulls none of them in.
+  for (const name of Object.keys(pkg.peerDependencies || {})) {
+    assert.deepEqual(pkg.peerDependenciesMeta?.[name], { optional: true }, `peer ${name} must be optional`)
+  }
 })
 
 test('exports map: require and import each with their own types, listed first', () => {
