@@ -3,21 +3,16 @@
 // cancel(callId), native errors mapped.
 
 const { fromNative } = require('./errors.js')
+const { deliver } = require('./results.js')
 const { checkCallback, checkSignal } = require('./options.js')
 const { reportKernNotes } = require('./notes.js')
 
 /** Wraps a chunk callback for the native side: a throw (or a rejected promise) from user code
- * must never escape into Node, where it would be fatal from a threadsafe-function call. */
+ * must never escape into Node, where it would be fatal from a threadsafe-function call; a
+ * callback's failure does not break the capture either (result.stdout still has it all). */
 function chunkSink(fn) {
   if (fn == null) return undefined
-  return (chunk) => {
-    try {
-      const r = fn(chunk)
-      if (r && typeof r.then === 'function') r.then(undefined, () => {})
-    } catch {
-      // A callback's failure must not break the capture; result.stdout still has it all.
-    }
-  }
+  return (chunk) => deliver(fn, chunk)
 }
 
 let nextCallId = 1

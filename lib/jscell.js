@@ -97,9 +97,14 @@ function patternNames(p, out) {
   return out
 }
 
-/** Spaces for a span of source, its newlines kept. */
-function blank(code, start, end) {
-  return code.slice(start, end).replace(/[^\n]/g, ' ')
+/** An edit that puts spaces for a span of source, its newlines kept. */
+function blankEdit(code, start, end) {
+  return { start, end, text: code.slice(start, end).replace(/[^\n]/g, ' ') }
+}
+
+/** `var x;`: declares names, does nothing at run time. */
+function isBareVar(node) {
+  return node.type === 'VariableDeclaration' && node.kind === 'var' && node.declarations.every((d) => !d.init)
 }
 
 const FUNCTIONS = new Set(['FunctionDeclaration', 'FunctionExpression', 'ArrowFunctionExpression'])
@@ -253,11 +258,11 @@ function importEdit(code, node, names) {
 function declarationEdits(code, node, names, exported, edits) {
   if (node.type === 'VariableDeclaration') {
     if (!['var', 'let', 'const'].includes(node.kind)) return // `using`: stays the cell's own
-    if (node.kind === 'var' && node.declarations.every((d) => !d.init)) {
+    if (isBareVar(node)) {
       // `var x;` changes nothing at run time (the names are declared up front): no statement
       // is left of it, so it cannot become a script's completion value.
       for (const d of node.declarations) patternNames(d.id, names)
-      edits.push({ start: node.start, end: node.end, text: blank(code, node.start, node.end) })
+      edits.push(blankEdit(code, node.start, node.end))
       return
     }
     const k = node.kind.length
@@ -312,128 +317,155 @@ function prepareCell(source, { typescript = false } = {}) {
   return got
 }
 
+/** One cell, prepared: parsed, its statements rewritten, wrapped, the edits applied. */
 function prepare(source, typescript) {
-  let code = source
-  if (typescript) {
-    const stripped = stripTypes(code)
-    if (stripped.syntaxError) return JSON.stringify(stripped)
-    code = stripped.code
-  }
-  if (code.startsWith('#!')) code = '//' + code.slice(2)
-  let tree
-  const comments = []
-  warm(false)
-  try {
-    tree = acorn.parse(code, { ...PARSE, onComment: comments })
-  } catch (e) {
-    const message = String(e.message).replace(/ \(\d+:\d+\)$/, '')
-    return JSON.stringify(syntaxError(code, message, e.loc?.line ?? 0, e.loc?.column ?? 0))
-  }
-  const names = []
-  const exported = []
-  const edits = []
-  const body = tree.body
-  // Directives ('use strict') must stay first in the arrow's body: exports go after them. A
-  // string alone as the last statement is the cell's value, not a directive.
-  const isDirective = (node, i) =>
-    node.type === 'ExpressionStatement' &&
-    node.directive !== undefined &&
-    (i < body.length - 1 || /^use /.test(node.directive))
-  let prologueEnd = 0
-  for (const [i, node] of body.entries()) {
-    if (!isDirective(node, i)) break
-    prologueEnd = node.end
-  }
-  let returnInPrefix = false
-  let trailing = false
+  const parsed = parseCell(source, typescript)
+  if (parsed.syntaxError) return JSON.stringify(parsed)
+  const { code, tree, comments } = parsed
   // import() edits go after the body's: one at the trailing expression's start follows its `return (`.
   const importEdits = []
   const { guard, awaits } = scan(tree, importEdits)
   const sync = !awaits
-  // The trailing expression is the last statement, not counting `var x;` lines (no effect at
-  // run time; swc's transform mode appends them for enums and namespaces).
-  let last = body.length - 1
-  while (
-    last > 0 &&
-    body[last].type === 'VariableDeclaration' &&
-    body[last].kind === 'var' &&
-    body[last].declarations.every((d) => !d.init)
+  const cell = rewriteStatements(code, tree.body, comments, sync)
+  cell.edits.push(...importEdits)
+  const { prefix, suffix } = wrapper(cell, prologueEnd(tree.body), sync)
+  return JSON.stringify({ code: applyEdits(code, cell.edits, prefix, suffix), col: -prefix.length, guard, sync })
+}
+
+/** The cell as JavaScript (types stripped, a hashbang line made a comment) and its syntax tree
+ * and comments; or the syntax error payload. */
+function parseCell(source, typescript) {
+  let code = source
+  if (typescript) {
+    const stripped = stripTypes(code)
+    if (stripped.syntaxError) return stripped
+    code = stripped.code
+  }
+  if (code.startsWith('#!')) code = '//' + code.slice(2)
+  const comments = []
+  warm(false)
+  try {
+    return { code, comments, tree: acorn.parse(code, { ...PARSE, onComment: comments }) }
+  } catch (e) {
+    const message = String(e.message).replace(/ \(\d+:\d+\)$/, '')
+    return syntaxError(code, message, e.loc?.line ?? 0, e.loc?.column ?? 0)
+  }
+}
+
+/** Whether the `i`th top-level statement is a directive ('use strict'). A string alone as the
+ * last statement is the cell's value, not a directive. */
+function isDirective(body, node, i) {
+  return (
+    node.type === 'ExpressionStatement' &&
+    node.directive !== undefined &&
+    (i < body.length - 1 || /^use /.test(node.directive))
   )
-    last--
+}
+
+/** Where the directive prologue ends (0: none). Directives must stay first in the arrow's body,
+ * so what the wrapper declares or exports goes after them. */
+function prologueEnd(body) {
+  let end = 0
+  for (const [i, node] of body.entries()) {
+    if (!isDirective(body, node, i)) break
+    end = node.end
+  }
+  return end
+}
+
+/** The index of the statement that is the cell's value if it is an expression: the last one, not
+ * counting `var x;` lines (no effect at run time; swc's transform mode appends them for enums and
+ * namespaces). */
+function trailingIndex(body) {
+  let last = body.length - 1
+  while (last > 0 && isBareVar(body[last])) last--
+  return last
+}
+
+/** The edits for every top-level statement, in order, and what the wrapper needs to know of them:
+ * the global `names` they declare, the function names an async cell copies to globalThis,
+ * whether there is a trailing expression, and whether its `return (` goes in the wrapper. */
+function rewriteStatements(code, body, comments, sync) {
+  const cell = { names: [], exported: [], edits: [], trailing: false, returnInPrefix: false }
+  const last = trailingIndex(body)
   body.forEach((node, i) => {
     switch (node.type) {
       case 'ImportDeclaration':
-        edits.push(importEdit(code, node, names))
+        cell.edits.push(importEdit(code, node, cell.names))
         break
       case 'ExportNamedDeclaration':
       case 'ExportDefaultDeclaration':
-        if (
-          node.type === 'ExportDefaultDeclaration' &&
-          node.declaration &&
-          /Declaration$/.test(node.declaration.type) &&
-          !node.declaration.id
-        ) {
-          // `export default function () {}`: with the export gone, a nameless declaration is no
-          // statement; as an expression it is what the export was.
-          const d = node.declaration
-          edits.push({ start: node.start, end: d.start, text: blank(code, node.start, d.start) })
-          edits.push({ start: d.start, end: d.start, text: '(' })
-          edits.push({ start: d.end, end: d.end, text: ');' })
-        } else if (node.declaration && /Declaration$/.test(node.declaration.type)) {
-          edits.push({
-            start: node.start,
-            end: node.declaration.start,
-            text: blank(code, node.start, node.declaration.start),
-          })
-          declarationEdits(code, node.declaration, names, exported, edits)
-        } else if (node.declaration) {
-          edits.push({
-            start: node.start,
-            end: node.declaration.start,
-            text: blank(code, node.start, node.declaration.start),
-          })
-        } else {
-          edits.push({ start: node.start, end: node.end, text: blank(code, node.start, node.end) })
-        }
+        exportEdits(code, node, cell.names, cell.exported, cell.edits)
         break
       case 'ExportAllDeclaration':
-        edits.push({ start: node.start, end: node.end, text: blank(code, node.start, node.end) })
+        cell.edits.push(blankEdit(code, node.start, node.end))
         break
       case 'ExpressionStatement':
-        if (i === last && !isDirective(node, i)) {
-          trailing = true
-          if (sync) break // a script's completion value is this statement's
-          const at = returnAt(code, node.start, comments)
-          if (at === 'prefix') returnInPrefix = true
-          else edits.push({ start: at, end: at, text: at === node.start ? 'return (' : ';return (' })
-          const end = code[node.end - 1] === ';' ? node.end - 1 : node.end
-          edits.push({ start: end, end, text: ')' })
+        if (i === last && !isDirective(body, node, i)) {
+          cell.trailing = true
+          // A script's completion value is this statement's; an async cell returns it.
+          if (!sync) cell.returnInPrefix = returnEdits(code, node, comments, cell.edits)
         }
         break
       default:
-        declarationEdits(code, node, names, exported, edits)
+        declarationEdits(code, node, cell.names, cell.exported, cell.edits)
     }
   })
-  edits.push(...importEdits)
-  const unique = [...new Set(names)]
+  return cell
+}
+
+/** Edits that drop `export` (and `export default`) from a top-level statement, keeping what it
+ * declares. */
+function exportEdits(code, node, names, exported, edits) {
+  const d = node.declaration
+  if (node.type === 'ExportDefaultDeclaration' && d && /Declaration$/.test(d.type) && !d.id) {
+    // `export default function () {}`: with the export gone, a nameless declaration is no
+    // statement; as an expression it is what the export was.
+    edits.push(blankEdit(code, node.start, d.start))
+    edits.push({ start: d.start, end: d.start, text: '(' })
+    edits.push({ start: d.end, end: d.end, text: ');' })
+  } else if (d && /Declaration$/.test(d.type)) {
+    edits.push(blankEdit(code, node.start, d.start))
+    declarationEdits(code, d, names, exported, edits)
+  } else if (d) {
+    edits.push(blankEdit(code, node.start, d.start))
+  } else {
+    edits.push(blankEdit(code, node.start, node.end))
+  }
+}
+
+/** Edits that make the trailing expression statement `node` an async cell's return value; true
+ * when its `return (` goes at the end of the wrapper's prefix instead (see returnAt). */
+function returnEdits(code, node, comments, edits) {
+  const at = returnAt(code, node.start, comments)
+  if (at !== 'prefix') edits.push({ start: at, end: at, text: at === node.start ? 'return (' : ';return (' })
+  const end = code[node.end - 1] === ';' ? node.end - 1 : node.end
+  edits.push({ start: end, end, text: ')' })
+  return at === 'prefix'
+}
+
+/** The text before and after the rewritten cell; what goes after a directive prologue is added to
+ * `cell.edits`. */
+function wrapper(cell, prologue, sync) {
+  const unique = [...new Set(cell.names)]
   const vars = unique.length ? `var ${unique.join(', ')}; ` : ''
-  let prefix
-  let suffix
   if (sync) {
     // A script's top-level functions are globals already. Its last line is the wrapper's own: an
     // empty statement keeps the trailing expression's value, `void 0` stands in for none (a
     // directive or a declaration would otherwise be the completion value).
-    prefix = prologueEnd === 0 ? vars : ''
-    if (prologueEnd !== 0 && vars) edits.push({ start: prologueEnd, end: prologueEnd, text: '; ' + vars })
-    suffix = trailing ? '\n;' : '\n;void 0'
-  } else {
-    prefix = vars + '(async () => {'
-    const exports = exported.map((n) => `globalThis.${n} = ${n}; `).join('')
-    if (prologueEnd === 0) prefix += exports
-    else if (exports) edits.push({ start: prologueEnd, end: prologueEnd, text: '; ' + exports })
-    if (returnInPrefix) prefix += 'return ('
-    suffix = '\n})()'
+    if (prologue !== 0 && vars) cell.edits.push({ start: prologue, end: prologue, text: '; ' + vars })
+    return { prefix: prologue === 0 ? vars : '', suffix: cell.trailing ? '\n;' : '\n;void 0' }
   }
+  let prefix = vars + '(async () => {'
+  const exports = cell.exported.map((n) => `globalThis.${n} = ${n}; `).join('')
+  if (prologue === 0) prefix += exports
+  else if (exports) cell.edits.push({ start: prologue, end: prologue, text: '; ' + exports })
+  if (cell.returnInPrefix) prefix += 'return ('
+  return { prefix, suffix: '\n})()' }
+}
+
+/** `code` with `edits` applied (by start; edits at one place in the order they were made). */
+function applyEdits(code, edits, prefix, suffix) {
   edits.sort((a, b) => a.start - b.start)
   let out = prefix
   let pos = 0
@@ -441,8 +473,7 @@ function prepare(source, typescript) {
     out += code.slice(pos, e.start) + e.text
     pos = Math.max(pos, e.end)
   }
-  out += code.slice(pos) + suffix
-  return JSON.stringify({ code: out, col: -prefix.length, guard, sync })
+  return out + code.slice(pos) + suffix
 }
 
 module.exports = { prepareCell, warm }

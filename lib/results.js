@@ -120,13 +120,14 @@ function finishResult(r, onResult, delivered = []) {
   return new ExecutionResult({ ...rest, fault: r.fault ?? null, results: all, error })
 }
 
-/** Calls a user callback; its throw or rejection must not break the call. */
+/** Calls a user callback (onResult, onStdout, ...); its throw or rejection must not break the
+ * call. */
 function deliver(fn, value) {
   try {
     const p = fn(value)
     if (p && typeof p.then === 'function') p.then(undefined, () => {})
   } catch {
-    // The result is still in result.results.
+    // What it was handed is in the call's result too (results, stdout, stderr).
   }
 }
 

@@ -85,9 +85,15 @@ class Sandbox {
     return this.#call(optionsBag('run', opts), (call, out, err) => this.#native.run(command, call, out, err))
   }
 
-  async #call(opts, invoke) {
+  /** A call's deadline: its own, else the session's. */
+  #timeoutS(opts) {
     const timeoutS = opts.timeoutS ?? this.timeoutS
     if (typeof timeoutS !== 'number') throw coded('ERR_INVALID_OPTION', 'timeoutS must be a positive number of seconds')
+    return timeoutS
+  }
+
+  async #call(opts, invoke) {
+    const timeoutS = this.#timeoutS(opts)
     const r = await nativeCall(
       opts,
       this,
@@ -99,8 +105,7 @@ class Sandbox {
 
   async kernel(opts = {}) {
     opts = optionsBag('kernel', opts)
-    const timeoutS = opts.timeoutS ?? this.timeoutS
-    if (typeof timeoutS !== 'number') throw coded('ERR_INVALID_OPTION', 'timeoutS must be a positive number of seconds')
+    const timeoutS = this.#timeoutS(opts)
     const language = kernelLanguage(opts.language ?? 'python')
     if (opts.image != null) checkType('image', opts.image, 'string')
     const native = await callNative(() => this.#native.kernel(timeoutS, language.native, opts.image ?? undefined))
@@ -140,26 +145,23 @@ class Sandbox {
     callNative(() => this.#native.restore(src, maxBytes))
   }
 
-  // `signal` reaches the native work through a call id, as a runCode's does.
   async snapshotAsync(dest, opts = {}) {
-    checkPath('dest', dest)
-    opts = optionsBag('snapshotAsync', opts)
-    const maxBytes = bytesOption('snapshotAsync', opts)
-    await cancellable(
-      checkSignal(opts.signal),
-      (id) => this.#native.cancel(id),
-      (callId) => this.#native.snapshotAsync(dest, maxBytes, callId),
-    )
+    await this.#archiveAsync('snapshotAsync', 'dest', dest, opts)
   }
 
   async restoreAsync(src, opts = {}) {
-    checkPath('src', src)
-    opts = optionsBag('restoreAsync', opts)
-    const maxBytes = bytesOption('restoreAsync', opts)
+    await this.#archiveAsync('restoreAsync', 'src', src, opts)
+  }
+
+  // `signal` reaches the native work through a call id, as a runCode's does.
+  async #archiveAsync(method, name, path, opts) {
+    checkPath(name, path)
+    opts = optionsBag(method, opts)
+    const maxBytes = bytesOption(method, opts)
     await cancellable(
       checkSignal(opts.signal),
       (id) => this.#native.cancel(id),
-      (callId) => this.#native.restoreAsync(src, maxBytes, callId),
+      (callId) => this.#native[method](path, maxBytes, callId),
     )
   }
 }

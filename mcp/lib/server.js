@@ -81,19 +81,49 @@ function internalError(e, log) {
   return `internal error in the server (${e && e.name ? e.name : 'Error'}); it was logged and the server keeps serving`
 }
 
+/** What the model is told when a tool call throws: a SandboxError's message with its hint, or
+ * only the kind of an unexpected failure (logged). */
+function failureMessage(e, what, log) {
+  return e instanceof SandboxError ? sandboxMessage(e, what) : internalError(e, log)
+}
+
+/** A tool result of text items. */
+function textReply(...texts) {
+  return { content: texts.map((text) => ({ type: 'text', text })) }
+}
+
+/** A workspace tool's handler whose failures become error results saying `what` failed. */
+function workspaceHandler(what, log, handler) {
+  return async (args) => {
+    try {
+      return await handler(args)
+    } catch (e) {
+      return errorReply(failureMessage(e, what, log))
+    }
+  }
+}
+
+const INSTRUCTIONS =
+  'A local code interpreter. Use run_code to compute, analyse data, plot (figures come back as images) and test code; ' +
+  'write_file/read_file/list_files for the workspace files the code sees in its current directory. The network is off.'
+
 /** Creates the server (not yet connected). `log` writes to the server's stderr. */
 function createServer(config, { log = (t) => process.stderr.write(t) } = {}) {
   const notes = new NoteLog(log)
   const interpreter = new Interpreter(config)
-  const server = new McpServer(
-    { name: 'kern-sandbox-mcp', version },
-    {
-      instructions:
-        'A local code interpreter. Use run_code to compute, analyse data, plot (figures come back as images) and test code; ' +
-        'write_file/read_file/list_files for the workspace files the code sees in its current directory. The network is off.',
-    },
-  )
+  const server = new McpServer({ name: 'kern-sandbox-mcp', version }, { instructions: INSTRUCTIONS })
+  const tools = { config, interpreter, notes, log }
+  // Registration order is the order tools/list gives them in.
+  registerRunCode(server, tools)
+  registerWriteFile(server, tools)
+  registerReadFile(server, tools)
+  registerListFiles(server, tools)
+  registerReset(server, tools)
+  registerWorkspaceResources(server, interpreter)
+  return { server, interpreter }
+}
 
+function registerRunCode(server, { config, interpreter, notes, log }) {
   server.registerTool(
     'run_code',
     {
@@ -127,12 +157,13 @@ function createServer(config, { log = (t) => process.stderr.write(t) } = {}) {
         return runCodeReply(got.result, { language, warmKernel: got.warmKernel, stateLost: got.stateLost })
       } catch (e) {
         if (extra.signal.aborted) return runCodeErrorReply('cancelled: the cell was interrupted', shape)
-        if (e instanceof SandboxError) return runCodeErrorReply(sandboxMessage(e, 'the code could not run'), shape)
-        return runCodeErrorReply(internalError(e, log), shape)
+        return runCodeErrorReply(failureMessage(e, 'the code could not run', log), shape)
       }
     },
   )
+}
 
+function registerWriteFile(server, { interpreter, log }) {
   server.registerTool(
     'write_file',
     {
@@ -148,19 +179,15 @@ function createServer(config, { log = (t) => process.stderr.write(t) } = {}) {
       },
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     },
-    async ({ path, content }) => {
-      try {
-        const sbx = await interpreter.session()
-        await sbx.writeFile(path, content)
-        return {
-          content: [{ type: 'text', text: `wrote ${Buffer.byteLength(content)} bytes to ${clip(path, 300, 'path')}` }],
-        }
-      } catch (e) {
-        return errorReply(e instanceof SandboxError ? sandboxMessage(e, 'write_file failed') : internalError(e, log))
-      }
-    },
+    workspaceHandler('write_file failed', log, async ({ path, content }) => {
+      const sbx = await interpreter.session()
+      await sbx.writeFile(path, content)
+      return textReply(`wrote ${Buffer.byteLength(content)} bytes to ${clip(path, 300, 'path')}`)
+    }),
   )
+}
 
+function registerReadFile(server, { interpreter, log }) {
   server.registerTool(
     'read_file',
     {
@@ -171,53 +198,43 @@ function createServer(config, { log = (t) => process.stderr.write(t) } = {}) {
       inputSchema: { path: z.string().min(1).max(4096).describe('Workspace-relative path') },
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    async ({ path }) => {
-      try {
-        const sbx = await interpreter.session()
-        const bytes = await readCapped(sbx, path)
-        const got = classify(bytes)
-        const name = clip(path, 300, 'path')
-        if (got.kind === 'text') {
-          const text = clip(got.text, LIMITS.replyChars, 'file')
-          const note =
-            text === got.text
-              ? []
-              : [{ type: 'text', text: '[read the rest in parts with run_code, e.g. sed -n or Python slicing]' }]
-          return { content: [{ type: 'text', text }, ...note] }
-        }
-        if (got.kind === 'image') {
-          const b64 = bytes.toString('base64')
-          if (b64.length <= LIMITS.imageB64) {
-            return {
-              content: [
-                { type: 'image', data: b64, mimeType: got.mime },
-                { type: 'text', text: `${name}: ${got.mime}, ${sizeText(bytes.length)}` },
-              ],
-            }
-          }
-          return {
-            content: [
-              {
-                type: 'text',
-                text: `${name} is a ${got.mime} image of ${sizeText(bytes.length)}, too large to send: shrink it with run_code first`,
-              },
-            ],
-          }
-        }
-        return {
-          content: [
-            {
-              type: 'text',
-              text: `${name} is ${got.what}, ${sizeText(bytes.length)}: not shown as text. Inspect or convert it with run_code.`,
-            },
-          ],
-        }
-      } catch (e) {
-        return errorReply(e instanceof SandboxError ? sandboxMessage(e, 'read_file failed') : internalError(e, log))
-      }
-    },
+    workspaceHandler('read_file failed', log, async ({ path }) => {
+      const sbx = await interpreter.session()
+      return fileReply(path, await readCapped(sbx, path))
+    }),
   )
+}
 
+/** A file's bytes as read_file gives them: text clipped, an image as an image if it fits, other
+ * binary data described. */
+function fileReply(path, bytes) {
+  const got = classify(bytes)
+  const name = clip(path, 300, 'path')
+  if (got.kind === 'text') {
+    const text = clip(got.text, LIMITS.replyChars, 'file')
+    if (text === got.text) return textReply(text)
+    return textReply(text, '[read the rest in parts with run_code, e.g. sed -n or Python slicing]')
+  }
+  if (got.kind === 'image') {
+    const b64 = bytes.toString('base64')
+    if (b64.length <= LIMITS.imageB64) {
+      return {
+        content: [
+          { type: 'image', data: b64, mimeType: got.mime },
+          { type: 'text', text: `${name}: ${got.mime}, ${sizeText(bytes.length)}` },
+        ],
+      }
+    }
+    return textReply(
+      `${name} is a ${got.mime} image of ${sizeText(bytes.length)}, too large to send: shrink it with run_code first`,
+    )
+  }
+  return textReply(
+    `${name} is ${got.what}, ${sizeText(bytes.length)}: not shown as text. Inspect or convert it with run_code.`,
+  )
+}
+
+function registerListFiles(server, { interpreter, log }) {
   server.registerTool(
     'list_files',
     {
@@ -228,19 +245,17 @@ function createServer(config, { log = (t) => process.stderr.write(t) } = {}) {
       },
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    async ({ path = '' }) => {
-      try {
-        const sbx = await interpreter.session()
-        const { files, more } = await listCapped(sbx, path)
-        const lines = files.map((f) => `${clip(f.path, 300, 'path')}  (${sizeText(f.size)})`)
-        if (more) lines.push(`[${more} more files not listed]`)
-        return { content: [{ type: 'text', text: lines.length ? lines.join('\n') : '(no files)' }] }
-      } catch (e) {
-        return errorReply(e instanceof SandboxError ? sandboxMessage(e, 'list_files failed') : internalError(e, log))
-      }
-    },
+    workspaceHandler('list_files failed', log, async ({ path = '' }) => {
+      const sbx = await interpreter.session()
+      const { files, more } = await listCapped(sbx, path)
+      const lines = files.map((f) => `${clip(f.path, 300, 'path')}  (${sizeText(f.size)})`)
+      if (more) lines.push(`[${more} more files not listed]`)
+      return textReply(lines.length ? lines.join('\n') : '(no files)')
+    }),
   )
+}
 
+function registerReset(server, { interpreter, log }) {
   server.registerTool(
     'reset',
     {
@@ -253,22 +268,14 @@ function createServer(config, { log = (t) => process.stderr.write(t) } = {}) {
     async () => {
       try {
         const ended = await interpreter.reset()
-        return {
-          content: [
-            {
-              type: 'text',
-              text: `reset: ${ended} warm kernel(s) ended; the next run_code starts fresh. Workspace files are kept.`,
-            },
-          ],
-        }
+        return textReply(
+          `reset: ${ended} warm kernel(s) ended; the next run_code starts fresh. Workspace files are kept.`,
+        )
       } catch (e) {
         return errorReply(internalError(e, log))
       }
     },
   )
-
-  registerWorkspaceResources(server, interpreter)
-  return { server, interpreter }
 }
 
 module.exports = { createServer, LANGUAGES }
