@@ -290,8 +290,9 @@ test('aborting a cell stuck on a never-settling await ends it; the kernel serves
 })
 
 test("an abort landing as a cell's synchronous part ends still stops it, every time", async () => {
-  // The abort fires on the cell's first output, so SIGINT often reaches node just as V8's
-  // watchdog for that run stops: node drops that one, and the host must interrupt again.
+  // The abort fires on the cell's first output, as the cell's guarded synchronous part ends: a
+  // SIGINT there races with node's watchdog (node died of it, lost it, or kept it counted for the
+  // next cell), so an awaiting cell is interrupted by a frame the driver reads instead.
   // A cell that fakes the clock (as test doubles do) must not stall what the driver does after
   // an interrupt.
   await k.runCode('const keptThroughAborts = 125\nconst realNow = Date.now\nDate.now = () => 0')
@@ -306,6 +307,21 @@ test("an abort landing as a cell's synchronous part ends still stops it, every t
     assert.equal(k.alive, true, `abort ${i} cost the kernel (after ${Date.now() - t0} ms)`)
   }
   assert.deepEqual(texts(await k.runCode('Date.now = realNow\nkeptThroughAborts')), ['125'])
+})
+
+test('a cell aborted as it is sent rejects, whether or not it started; the kernel serves on', async () => {
+  // The interrupt can reach the driver with the cell itself, before the cell started.
+  await k.runCode('let startedCells = 0')
+  for (let i = 0; i < 30; i++) {
+    const ac = new AbortController()
+    const p = k.runCode('startedCells++\nawait new Promise(() => {})', { signal: ac.signal })
+    if (i % 2) await new Promise((resolve) => setImmediate(resolve))
+    ac.abort()
+    await assert.rejects(within(p, 15_000, 'the aborted cell'), { name: 'AbortError' })
+    assert.equal(k.alive, true, `abort ${i} cost the kernel`)
+  }
+  const [started] = texts(await k.runCode('startedCells'))
+  assert.ok(Number(started) <= 30, `${started} cells started`)
 })
 
 test('a cell timeout and the output cap tear the kernel down, with no process left', async (t) => {

@@ -57,13 +57,15 @@ pub enum Driver {
 }
 
 impl Driver {
-    /// How often an aborted cell's driver is interrupted again while the cell has not ended.
-    /// node can lose a SIGINT: one arriving as a cell's synchronous part ends goes to V8's
-    /// watchdog for that run after it stopped looking (node's own race), and the cell, now
-    /// awaiting, never hears of it; a later one reaches the driver's listener (js/kernel.js
-    /// spends what such a race can leave counted). Python's driver holds SIGINT blocked outside
-    /// cells, so a repeat would stay pending and interrupt the next cell: it gets one.
-    pub fn reinterrupt(self) -> Option<std::time::Duration> {
+    /// How an aborted cell is interrupted. None: SIGINT at once (Python's driver turns it into
+    /// KeyboardInterrupt, and holds it blocked outside cells). Some(d), JavaScript: an INTERRUPT
+    /// frame, which the driver's event loop reads and ends an awaiting cell with; SIGINT follows
+    /// once, after `d`, only for a cell still running then (stuck in synchronous code, where the
+    /// frame cannot be read). node's SIGINT watchdog (breakOnSigint) races with a signal that
+    /// lands as a guarded run starts or stops: node dies of it (the default action, or node's
+    /// own exit handler, is installed for that moment), loses it, or keeps it counted to stop a
+    /// later run. An abort on a cell's first output lands there often; a frame never does.
+    pub fn signal_after(self) -> Option<std::time::Duration> {
         match self {
             Driver::Python => None,
             Driver::JavaScript => Some(std::time::Duration::from_millis(100)),

@@ -130,8 +130,8 @@ struct Server {
     ended: Arc<Mutex<Option<String>>>,
     /// Frames that arrived before the serving task took up the cell `submit` had already sent.
     early: std::collections::VecDeque<(u8, Vec<u8>)>,
-    /// How often an interrupt is sent again while the aborted cell has not ended, if at all.
-    reinterrupt: Option<Duration>,
+    /// Interrupts go as a frame first, SIGINT only after this (language::Driver::signal_after).
+    signal_after: Option<Duration>,
 }
 
 enum CellEnd {
@@ -180,7 +180,7 @@ impl Kernel {
             alive: Arc::new(AtomicBool::new(true)),
             ended: Default::default(),
             early: Default::default(),
-            reinterrupt: language.reinterrupt(),
+            signal_after: language.signal_after(),
         };
         let ready = tokio::select! {
             r = tokio::time::timeout(startup, server.frames.next()) => r,
@@ -541,6 +541,8 @@ impl Server {
                             let (fault, why) = self.died_in_cell().await;
                             c.finish_streams().await;
                             return (CellEnd::Gone(why.clone()), match fault {
+                                // An aborted call rejects, whatever ended the cell after.
+                                _ if interrupted => Err(Error::Aborted),
                                 Some(f) => Ok(outcome(c, TORN_DOWN, Some(f))),
                                 None => Err(Error::KernelGone(why.clone())),
                             });
@@ -608,21 +610,25 @@ impl Server {
                     }
                     interrupted = true;
                     let now = tokio::time::Instant::now();
-                    if !self.interrupt() {
+                    let frame = protocol::encode(protocol::INTERRUPT, b"");
+                    // A plain write on the non-blocking pipe (no wait on tokio's readiness), of at
+                    // most PIPE_BUF bytes: whole or not at all.
+                    let framed = self.signal_after.is_some()
+                        && self.stdin.as_ref().is_some_and(|w| rustix::io::write(w, &frame) == Ok(frame.len()));
+                    if framed {
+                        grace.as_mut().reset(now + INTERRUPT_GRACE);
+                        again.as_mut().reset(now + self.signal_after.unwrap_or_default());
+                    } else if !self.interrupt() {
                         grace.as_mut().reset(now);
                     } else {
                         grace.as_mut().reset(now + INTERRUPT_GRACE);
-                        if let Some(every) = self.reinterrupt {
-                            again.as_mut().reset(now + every);
-                        }
                     }
                 }
-                // Set only for a language that re-sends interrupts.
+                // Armed by an interrupt frame; fires for a cell still running (synchronous code).
                 _ = &mut again, if interrupted => {
                     self.interrupt();
-                    if let Some(every) = self.reinterrupt {
-                        again.as_mut().reset(tokio::time::Instant::now() + every);
-                    }
+                    // Past the grace: once is enough (a repeat could land as the cell ends).
+                    again.as_mut().reset(tokio::time::Instant::now() + INTERRUPT_GRACE);
                 }
                 _ = &mut grace, if interrupted => {
                     self.boxed.tear_down().await;

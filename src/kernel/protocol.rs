@@ -7,6 +7,8 @@ pub const HEADER: usize = 5;
 
 /// Host to box: a cell's source.
 pub const CELL: u8 = b'c';
+/// Host to box, JavaScript only: stop the running cell (empty payload).
+pub const INTERRUPT: u8 = b'i';
 /// Box to host.
 pub const READY: u8 = b'R';
 pub const STDOUT: u8 = b'o';

@@ -2,12 +2,14 @@
 // launcher (launch.sh), which hands it the box's stdin/stdout as fds 3/4 (the control channel),
 // /dev/null as fd 0, and as fds 1/2 the write ends of two pipes whose read ends are fds 5/6.
 // Frames both ways are a kind byte, a little-endian u32 length and the payload:
-//   host -> box:  c <prepared cell, JSON>
+//   host -> box:  c <prepared cell, JSON>  i (interrupt the running cell)
 //   box -> host:  R (ready)  o/e <stdout/stderr bytes>  r <result JSON>  x <error JSON>  d <exit status>
 // console and process.stdout/stderr write frames directly; raw fd 1/2 writes (child processes,
 // fs.writeSync) go through the pipes this driver drains, so they cannot desync the frames.
-// An interrupt is SIGINT sent by the host to this process: V8 stops a synchronous cell
-// (breakOnSigint), and the handler below ends a cell stuck on an await.
+// An interrupt is an `i` frame, read between turns of the event loop, that ends a cell stuck on
+// an await; a cell still running after it (synchronous code) gets SIGINT, which V8 stops
+// (breakOnSigint) or, landing as the cell awaits, the handler below. The frame comes first
+// because node's SIGINT watchdog races with a signal landing as a guarded run starts or stops.
 const net = require('net')
 const C = fs.constants
 
@@ -262,6 +264,13 @@ function serveCell(body) {
   }, fail)
 }
 
+/** Answers a cell interrupted before it started, without running it (output held for the next
+ * cell stays held: this one's call rejects). */
+function skipCell() {
+  count += 1
+  send([0x65, 'Interrupted: the cell was interrupted before it started\n'], [0x64, '130'])
+}
+
 let count = 0
 const queue = []
 let busy = false
@@ -272,7 +281,8 @@ async function pump() {
   if (busy) return
   busy = true
   while (queue.length) {
-    const pending = serveCell(queue.shift())
+    const next = queue.shift()
+    const pending = next.interrupted ? skipCell() : serveCell(next.body)
     if (pending) await pending
   }
   busy = false
@@ -288,8 +298,15 @@ function onControl(chunk) {
     const kind = data[0]
     const body = data.subarray(5, 5 + n)
     data = data.subarray(5 + n)
+    if (kind === 0x69) {
+      // For the host's one cell in flight: the running one, or one read with this frame and not
+      // started yet. The host writes the next cell only after this one's done frame.
+      if (cell && cell.stop) cell.stop({ interrupted: true })
+      else if (queue.length) queue[queue.length - 1].interrupted = true
+      continue
+    }
     if (kind !== 0x63) realExit(0)
-    queue.push(Buffer.from(body))
+    queue.push({ body: Buffer.from(body), interrupted: false })
   }
   inbuf = data.length ? Buffer.from(data) : EMPTY
   pump()
