@@ -6,6 +6,7 @@
 mod errors;
 mod kernel;
 mod lifecycle;
+pub mod loopback;
 mod options;
 mod output;
 mod session;
