@@ -6,7 +6,6 @@
 
 const { randomUUID } = require('node:crypto')
 const path = require('node:path')
-const { Kernel } = require('../kernel.js')
 const { resolveLanguage } = require('../languages.js')
 const { SandboxError, TimeoutError, InvalidArgumentError, NotFoundError, killedError, toE2B } = require('./errors.js')
 const { ExecutionError, Execution, fromCore, lines, LineStream } = require('./execution.js')
@@ -295,9 +294,4 @@ function envCells(language, envs) {
   }
 }
 
-/** Wraps a native kernel the way Sandbox#kernel does, with no session-wide callbacks. */
-function coreKernel(native, cancel, language) {
-  return new Kernel(native, { onStdout: null, onStderr: null }, cancel, language)
-}
-
-module.exports = { Contexts, contextLanguage, coreKernel, HOME, KERNEL_BACKSTOP_S }
+module.exports = { Contexts, contextLanguage, HOME, KERNEL_BACKSTOP_S }

@@ -32,7 +32,7 @@ class InvalidArgumentError extends SandboxError {
   }
 }
 
-/** A file, directory, context or sandbox that does not exist. */
+/** A file, directory, context, process or sandbox that does not exist. */
 class NotFoundError extends SandboxError {
   constructor(message, options) {
     super(message, options)
@@ -40,15 +40,77 @@ class NotFoundError extends SandboxError {
   }
 }
 
+/** A file or directory that does not exist in the sandbox. */
+class FileNotFoundError extends NotFoundError {
+  constructor(message, options) {
+    super(message, options)
+    this.name = 'FileNotFoundError'
+  }
+}
+
+/** A sandbox id no live sandbox of this process has (killed, timed out, or another process's). */
+class SandboxNotFoundError extends NotFoundError {
+  constructor(message, options) {
+    super(message, options)
+    this.name = 'SandboxNotFoundError'
+  }
+}
+
+/** The machine's disk (its writable root or the workspace) is full. */
+class NotEnoughSpaceError extends SandboxError {
+  constructor(message, options) {
+    super(message, options)
+    this.name = 'NotEnoughSpaceError'
+  }
+}
+
+/** Credentials were refused. As in E2B, not a SandboxError. */
+class AuthenticationError extends Error {
+  constructor(message, options) {
+    super(message, options)
+    this.name = 'AuthenticationError'
+  }
+}
+
+/** A git remote refused the credentials (E2B's class, in its hierarchy). */
+class GitAuthError extends AuthenticationError {
+  constructor(message, options) {
+    super(message, options)
+    this.name = 'GitAuthError'
+  }
+}
+
+/** A git push or pull with no upstream branch to go to (E2B's class, in its hierarchy). */
+class GitUpstreamError extends SandboxError {
+  constructor(message, options) {
+    super(message, options)
+    this.name = 'GitUpstreamError'
+  }
+}
+
 /** A command that exited non-zero; carries its result, as `commands.run` would have resolved. */
 class CommandExitError extends SandboxError {
+  #result
   constructor(result) {
     super(result.error || `exit status ${result.exitCode}`)
     this.name = 'CommandExitError'
-    this.exitCode = result.exitCode
-    this.error = result.error
-    this.stdout = result.stdout
-    this.stderr = result.stderr
+    this.#result = { ...result }
+  }
+
+  get exitCode() {
+    return this.#result.exitCode
+  }
+
+  get error() {
+    return this.#result.error
+  }
+
+  get stdout() {
+    return this.#result.stdout
+  }
+
+  get stderr() {
+    return this.#result.stderr
   }
 }
 
@@ -66,15 +128,19 @@ function killedError(cause) {
 const CLASSES = {
   ERR_NOT_FOUND: NotFoundError,
   ERR_UNSUPPORTED_LANGUAGE: InvalidArgumentError,
+  ERR_INVALID_OPTION: InvalidArgumentError,
+  ERR_INVALID_ARGUMENT: InvalidArgumentError,
+  ERR_NO_SPACE: NotEnoughSpaceError,
 }
 
-/** A core error (native or JS) as one of this entry's classes; ours pass through. */
-function toE2B(e) {
+/** A core error (native or JS) as one of this entry's classes; ours pass through. `classes`
+ * overrides the table for one call site (a missing path is a FileNotFoundError for the files API). */
+function toE2B(e, classes = CLASSES) {
   if (e instanceof SandboxError) return e
   const core = fromNative(e)
   if (!(core instanceof Error)) return core
   if (core.name === 'AbortError') return core
-  const Class = (typeof core.code === 'string' && CLASSES[core.code]) || SandboxError
+  const Class = (typeof core.code === 'string' && (classes[core.code] || CLASSES[core.code])) || SandboxError
   return new Class(core.message, { cause: core, code: core.code })
 }
 
@@ -83,6 +149,12 @@ module.exports = {
   TimeoutError,
   InvalidArgumentError,
   NotFoundError,
+  FileNotFoundError,
+  SandboxNotFoundError,
+  NotEnoughSpaceError,
+  AuthenticationError,
+  GitAuthError,
+  GitUpstreamError,
   CommandExitError,
   killedError,
   toE2B,
