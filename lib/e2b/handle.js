@@ -3,7 +3,7 @@
 // true })`, `commands.connect`, `pty.create`, `pty.connect`), over one machine Process.
 
 const { StringDecoder } = require('node:string_decoder')
-const { SandboxError, TimeoutError, CommandExitError } = require('./errors.js')
+const { SandboxError, TimeoutError, CommandExitError, killedError } = require('./errors.js')
 
 /** Output a handle keeps for its `stdout`/`stderr` getters, per stream: the machine's own capture
  * is what `wait()` returns; this only mirrors it while the command runs. */
@@ -109,7 +109,7 @@ class CommandHandle {
     const r = await this.#process.wait()
     this.#out.end()
     this.#err.end()
-    if (killed()) throw new TimeoutError('the sandbox was killed while the command was running', { code: 'ERR_KILLED' })
+    if (killed()) throw killedError()
     if (r.fault && r.fault.type === 'timeout') {
       throw new TimeoutError(
         `command ${this.pid} timed out after ${timeoutMs} ms: pass a larger 'timeoutMs' (0 for none) to give it longer`,

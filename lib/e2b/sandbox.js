@@ -76,8 +76,9 @@ function coreOptions(template, opts) {
 
 /** Opens the session and its machine; closes what was opened when a step fails. */
 async function openMachine(core) {
-  const session = new CoreSandbox(core)
+  let session
   try {
+    session = new CoreSandbox(core)
     await session.open()
     if (typeof session.machine !== 'function') {
       throw new SandboxError(
@@ -86,7 +87,7 @@ async function openMachine(core) {
     }
     return { session, machine: await session.machine() }
   } catch (e) {
-    await session.close().catch(() => {})
+    await session?.close().catch(() => {})
     throw toE2B(e)
   }
 }
