@@ -8,6 +8,22 @@ const net = require('node:net')
 const { bindLoopback } = require('../native.js')
 const { InvalidArgumentError } = require('./errors.js')
 
+/** How long a refused connection waits for the client's first bytes before it is reset. */
+const REFUSE_GRACE_MS = 100
+
+/** Nothing listens on the sandbox's port (yet): a reset, as a closed port gives. Sent once the
+ * client has written (or after a short grace): a reset that lands before Node's fetch has written
+ * its request leaves that fetch pending for ever. */
+function refuse(socket) {
+  const reset = () => {
+    clearTimeout(timer)
+    socket.resetAndDestroy()
+  }
+  const timer = setTimeout(reset, REFUSE_GRACE_MS)
+  socket.once('data', reset)
+  socket.resume()
+}
+
 class HostPorts {
   #machine
   /** sandbox port → { server, port, exposed: Promise<ExposedPort> | null } */
@@ -52,13 +68,15 @@ class HostPorts {
       const peer = net.connect(to, '127.0.0.1')
       entry.sockets.add(peer)
       peer.on('close', () => entry.sockets.delete(peer))
-      peer.on('error', () => socket.destroy())
+      peer.on('error', () => refuse(socket))
       socket.on('error', () => peer.destroy())
-      socket.pipe(peer).pipe(socket)
-      socket.resume()
+      peer.once('connect', () => {
+        socket.pipe(peer).pipe(socket)
+        socket.resume()
+      })
     } catch {
       entry.exposed = null // the next connection tries again
-      socket.destroy()
+      refuse(socket)
     }
   }
 
