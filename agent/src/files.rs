@@ -99,7 +99,14 @@ fn create_parents(path: &Path) -> Result<(), Fail> {
             .recursive(true)
             .mode(0o755)
             .create(parent)
-            .map_err(io_fail(parent)),
+            .map_err(|e| match e.raw_os_error() {
+                // Something that is not a directory is in the way.
+                Some(libc::EEXIST) => Fail::new(
+                    error::NOT_A_DIRECTORY,
+                    format!("{}: not a directory", parent.display()),
+                ),
+                _ => Fail::io(&e, &parent.to_string_lossy()),
+            }),
         _ => Ok(()),
     }
 }
