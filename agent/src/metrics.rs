@@ -7,20 +7,20 @@ use serde_json::{json, Value};
 
 use crate::conn::Reply;
 
-/// The directory of this process's cgroup (v2): /sys/fs/cgroup plus the path /proc/self/cgroup
-/// names (just /sys/fs/cgroup inside a cgroup namespace, where that path is "/").
-fn cgroup_dir() -> PathBuf {
+/// The directory of this process's own cgroup (v2): /sys/fs/cgroup plus the path
+/// /proc/self/cgroup names (just /sys/fs/cgroup inside a cgroup namespace, where that path is
+/// "/"). None when that is the root cgroup (it has no memory.current): its figures are the whole
+/// host's, as in a kern box that shows the host's hierarchy without a cgroup namespace.
+fn cgroup_dir() -> Option<PathBuf> {
     let own = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
     let rel = own
         .lines()
         .find_map(|l| l.strip_prefix("0::"))
         .unwrap_or("/");
     let dir = PathBuf::from("/sys/fs/cgroup").join(rel.trim_start_matches('/'));
-    if dir.join("cgroup.procs").exists() {
-        dir
-    } else {
-        PathBuf::from("/sys/fs/cgroup")
-    }
+    [dir, PathBuf::from("/sys/fs/cgroup")]
+        .into_iter()
+        .find(|d| d.join("memory.current").exists())
 }
 
 fn read_u64(dir: &Path, file: &str) -> Option<u64> {
@@ -62,7 +62,9 @@ fn proc_totals() -> (u64, u64, u64) {
         count += 1;
         let base = item.path();
         if let Ok(stat) = fs::read_to_string(base.join("stat")) {
-            // Fields after the parenthesized command; utime and stime are the 14th and 15th.
+            // Fields after the parenthesized command: utime, stime, cutime, cstime are the 14th
+            // to 17th. Reaped children's time (cutime, cstime) counts too, so the total only
+            // grows: everything is reaped by a live ancestor, at the latest by PID 1.
             let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
             let fields: Vec<&str> = rest.split_whitespace().collect();
             let t = |i: usize| {
@@ -71,7 +73,7 @@ fn proc_totals() -> (u64, u64, u64) {
                     .and_then(|v| v.parse::<u64>().ok())
                     .unwrap_or(0)
             };
-            cpu += (t(11) + t(12)) * 1_000_000 / ticks;
+            cpu += (t(11) + t(12) + t(13) + t(14)) * 1_000_000 / ticks;
         }
         if let Ok(statm) = fs::read_to_string(base.join("statm")) {
             let resident = statm
@@ -87,16 +89,17 @@ fn proc_totals() -> (u64, u64, u64) {
 /// One sample; the host derives a CPU percentage from two.
 pub fn sample() -> Reply {
     let dir = cgroup_dir();
+    let dir = dir.as_deref();
     let cgroup = (
-        cpu_usage_usec(&dir),
-        read_u64(&dir, "memory.current"),
-        read_u64(&dir, "pids.current"),
+        dir.and_then(cpu_usage_usec),
+        dir.and_then(|d| read_u64(d, "memory.current")),
+        dir.and_then(|d| read_u64(d, "pids.current")),
     );
     let fallback = match cgroup {
         (Some(_), Some(_), Some(_)) => (0, 0, 0),
         _ => proc_totals(),
     };
-    let limit: Value = memory_limit(&dir).map_or(Value::Null, Value::from);
+    let limit: Value = dir.and_then(memory_limit).map_or(Value::Null, Value::from);
     Reply::with(json!({
         "cpuUsageUsec": cgroup.0.unwrap_or(fallback.0),
         "memoryBytes": cgroup.1.unwrap_or(fallback.1),
