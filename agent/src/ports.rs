@@ -59,25 +59,15 @@ impl Ports {
         if port == 0 {
             return Err(Fail::invalid("port must be 1-65535"));
         }
-        let sock = TcpStream::connect(("127.0.0.1", port))
-            .map_err(|e| Fail::io(&e, &format!("127.0.0.1:{port}")))?;
-        let _ = sock.set_nodelay(true);
-        let read_half = sock.try_clone().map_err(|e| Fail::io(&e, "dup socket"))?;
         let sid = self.next.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = mpsc::channel();
-        let stream = Arc::new(Stream {
-            id: sid,
-            sock,
-            tx: Mutex::new(Some(tx)),
-            queued: AtomicUsize::new(0),
-            halves: Mutex::default(),
+        let (writer, streams) = (self.writer.clone(), self.streams.clone());
+        // A loopback connect is instant, except to a listener whose backlog is full: then it
+        // waits out SYN retries, so never on the request reader.
+        spawn_thread("connect", move || {
+            if let Err(fail) = open(id, sid, port, &writer, &streams) {
+                writer.answer(id, Err(fail));
+            }
         });
-        self.streams.lock().unwrap().insert(sid, stream.clone());
-        self.writer.ok(id, json!({ "stream": sid }));
-        let (s, w, m) = (stream.clone(), self.writer.clone(), self.streams.clone());
-        spawn_thread("port-in", move || relay_in(read_half, &s, &w, &m));
-        let (w, m) = (self.writer.clone(), self.streams.clone());
-        spawn_thread("port-out", move || relay_out(rx, &stream, &w, &m));
         Ok(())
     }
 
@@ -107,6 +97,29 @@ impl Ports {
             stream.end(&self.writer, &self.streams, false);
         }
     }
+}
+
+/// Connects stream `sid` and answers request `id` before any of the stream's frames.
+fn open(id: u32, sid: u32, port: u16, writer: &Arc<Writer>, streams: &Map) -> Result<(), Fail> {
+    let sock = TcpStream::connect(("127.0.0.1", port))
+        .map_err(|e| Fail::io(&e, &format!("127.0.0.1:{port}")))?;
+    let _ = sock.set_nodelay(true);
+    let read_half = sock.try_clone().map_err(|e| Fail::io(&e, "dup socket"))?;
+    let (tx, rx) = mpsc::channel();
+    let stream = Arc::new(Stream {
+        id: sid,
+        sock,
+        tx: Mutex::new(Some(tx)),
+        queued: AtomicUsize::new(0),
+        halves: Mutex::default(),
+    });
+    streams.lock().unwrap().insert(sid, stream.clone());
+    writer.ok(id, json!({ "stream": sid }));
+    let (s, w, m) = (stream.clone(), writer.clone(), streams.clone());
+    spawn_thread("port-in", move || relay_in(read_half, &s, &w, &m));
+    let (w, m) = (writer.clone(), streams.clone());
+    spawn_thread("port-out", move || relay_out(rx, &stream, &w, &m));
+    Ok(())
 }
 
 impl Stream {
