@@ -61,12 +61,57 @@ fn setup_signals() {
     }
 }
 
+/// What the agent inherited and must not hand on to the processes it starts: fds its parent
+/// left open (everything the agent opens itself is CLOEXEC) and ignored signals (SIG_IGN
+/// survives exec). SIGPIPE stays ignored in the agent (a closed socket must be an error, not
+/// death); std resets it in every child.
+fn scrub_inheritance() {
+    // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only sets flags on this process's fds.
+    let marked = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    } == 0;
+    if !marked {
+        let fds: Vec<i32> = std::fs::read_dir("/proc/self/fd")
+            .map(|d| {
+                d.flatten()
+                    .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        for fd in fds.into_iter().filter(|fd| *fd > 2) {
+            // SAFETY: F_SETFD on an fd number; a stale one (the read_dir's own) just fails.
+            unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+        }
+    }
+    for sig in 1..=64 {
+        if [libc::SIGKILL, libc::SIGSTOP, libc::SIGPIPE].contains(&sig) {
+            continue;
+        }
+        // SAFETY: sigaction reads and writes the struct we own; libc-reserved signals fail with
+        // EINVAL and are left alone.
+        unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(sig, std::ptr::null(), &mut old) == 0
+                && old.sa_sigaction == libc::SIG_IGN
+            {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+        }
+    }
+}
+
 fn main() {
     let mut args = std::env::args_os().skip(1);
     let (Some(socket), None) = (args.next(), args.next()) else {
         eprintln!("usage: kern-sandbox-agent <socket path>");
         std::process::exit(2);
     };
+    scrub_inheritance();
     setup_signals();
     // As PID 1 the agent inherits orphans anyway; elsewhere (the host tests) this makes it the
     // one that reaps them, the same as in a box.

@@ -335,3 +335,27 @@ fn sigterm_to_the_agent_is_survived() {
     unsafe { libc::kill(host.child.id() as i32, libc::SIGHUP) };
     assert_eq!(host.run(&["echo", "still here"]).stdout(), "still here\n");
 }
+
+#[test]
+fn children_start_with_default_signal_state_and_no_agent_fds() {
+    let mut host = Host::start();
+    // The agent blocks SIGCHLD and handles SIGTERM/SIGINT/SIGHUP; none of that may leak into a
+    // child (a blocked or ignored signal survives exec), nor may the agent's own fds.
+    let out = host.run(&[
+        "sh",
+        "-c",
+        "grep -E '^Sig(Blk|Ign)' /proc/self/status; ls /proc/self/fd",
+    ]);
+    let text = out.stdout();
+    let mask = |name: &str| {
+        let line = text.lines().find(|l| l.starts_with(name)).unwrap();
+        u64::from_str_radix(line.split_whitespace().nth(1).unwrap(), 16).unwrap()
+    };
+    assert_eq!(mask("SigBlk:"), 0, "{text}");
+    // Signals 1-31. Above them libc reserves a few for itself (no sigaction can reset them), and
+    // the test harness that starts the agent leaves them ignored.
+    assert_eq!(mask("SigIgn:") & 0x7fff_ffff, 0, "{text}");
+    let fds: Vec<&str> = text.lines().skip(2).collect();
+    // 0, 1, 2 and the fd ls itself opens for /proc/self/fd.
+    assert_eq!(fds, vec!["0", "1", "2", "3"], "{text}");
+}
