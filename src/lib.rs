@@ -7,6 +7,7 @@ mod errors;
 mod kernel;
 mod lifecycle;
 pub mod loopback;
+mod machine;
 mod options;
 mod output;
 mod session;
