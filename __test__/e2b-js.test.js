@@ -5,7 +5,6 @@
 const test = require('node:test')
 const assert = require('node:assert/strict')
 require('./helpers')
-require('./e2b/machine.js') // the fake machine until machines land
 const { Sandbox, SandboxError, TimeoutError } = require('kern-sandbox/e2b')
 
 let sbx

@@ -5,7 +5,6 @@
 const test = require('node:test')
 const assert = require('node:assert/strict')
 const { waitFor } = require('./helpers')
-require('./e2b/machine.js')
 const { Sandbox, InvalidArgumentError, NotFoundError } = require('kern-sandbox/e2b')
 
 let sbx

@@ -6,7 +6,6 @@
 const test = require('node:test')
 const assert = require('node:assert/strict')
 require('./helpers')
-require('./e2b/machine.js') // the fake machine until machines land
 const { Sandbox, InvalidArgumentError, NotFoundError } = require('kern-sandbox/e2b')
 
 let sbx

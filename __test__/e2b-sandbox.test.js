@@ -6,7 +6,6 @@
 const test = require('node:test')
 const assert = require('node:assert/strict')
 const { waitFor } = require('./helpers')
-const { needsMachine } = require('./e2b/machine.js')
 const { Sandbox, InvalidArgumentError, SandboxNotFoundError, SandboxError } = require('kern-sandbox/e2b')
 
 let sbx
@@ -94,7 +93,7 @@ test('Sandbox.list() pages through the live sandboxes of this process; connect()
   assert.throws(() => other.getHost(8080), SandboxError)
 })
 
-test('a cell and a command share the machine: /tmp, processes and loopback', { skip: needsMachine }, async () => {
+test('a cell and a command share the machine: /tmp, processes and loopback', async () => {
   await sbx.runCode('open("/tmp/from-cell.txt", "w").write("cell wrote this")')
   assert.equal((await sbx.commands.run('cat /tmp/from-cell.txt')).stdout, 'cell wrote this')
   const port = 20_000 + Math.floor(Math.random() * 20_000)

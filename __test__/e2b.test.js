@@ -6,7 +6,6 @@
 const test = require('node:test')
 const assert = require('node:assert/strict')
 const { kern, tmpDir, procsMatching, waitFor } = require('./helpers')
-require('./e2b/machine.js') // the fake machine until machines land
 const e2b = require('kern-sandbox/e2b')
 
 const { Sandbox, Execution, Result, ExecutionError, OutputMessage } = e2b

@@ -8,7 +8,6 @@ const fs = require('node:fs')
 const path = require('node:path')
 const ts = require('typescript')
 require('../helpers.js') // KERN_BIN, for a sample Sandbox
-require('../e2b/machine.js') // the fake machine until machines land
 const { declaredValues, declaredInterface, runtimeMembers, show } = require('./dts.js')
 
 const dtsPath = path.resolve(__dirname, '..', '..', 'e2b.d.ts')

@@ -90,7 +90,8 @@ async function watchDir(box, abs, onEvent, opts, toEntry) {
       () => end(new TimeoutError(`the watch of ${abs} reached its timeoutMs (${timeoutMs} ms)`)),
       timeoutMs,
     )
-    timer.unref()
+    // Not unref'd: like E2B's open watch stream, a watch keeps Node alive until it ends (stop(),
+    // the sandbox's kill, or this timeout), so awaiting its onExit works.
   }
   return new WatchHandle(() => end())
 }
