@@ -240,6 +240,8 @@ class Contexts {
       err?.end()
       if (envs && envs.after) hidden(envs.after)
     }
+    // The machine's close() ends its kernels: a cell cut short by kill() is E2B's TimeoutError.
+    if (r.fault && this.#host.killed) throw killedError()
     if (r.fault) throw new SandboxError(`the context's kernel was stopped: ${r.fault.message}`)
     e.count += 1
     const error = r.error ? new ExecutionError(r.error.name, r.error.value, r.error.traceback) : undefined
