@@ -102,7 +102,9 @@ class Sandbox {
   #timer = null
   #endAt = 0
   #startedAt = new Date()
-  #setup
+  /** The machine's probe (its shell, its user), run on the first command or PTY: create() and the
+   * first cell do not wait for it. */
+  #setup = null
   #template
   #core
   #box
@@ -118,8 +120,6 @@ class Sandbox {
     this.sandboxDomain = '127.0.0.1'
     this.metadata = metadata
     this.#box = this.#makeBox()
-    this.#setup = this.#probe()
-    this.#setup.catch(() => {}) // a command reports it
     const host = this
     this.#contexts = new Contexts((language) => this.#startKernel(language), {
       get killed() {
@@ -141,7 +141,7 @@ class Sandbox {
       machine: this.#machine,
       killed: () => this.#killed,
       guard: (start, classes) => this.#request(start, classes),
-      shell: async () => (await this.#setup).shell,
+      shell: async () => (await this.#probed()).shell,
       account: async (user) => this.#account(user),
       onKill: (fn) => this.#onKill.push(fn),
     }
@@ -336,6 +336,14 @@ class Sandbox {
     }
   }
 
+  #probed() {
+    if (!this.#setup) {
+      this.#setup = this.#probe()
+      this.#setup.catch(() => (this.#setup = null)) // the next command tries again
+    }
+    return this.#setup
+  }
+
   /** The image's shell, and whether commands can run as E2B's `user` (uid 1000 able to write
    * /home/user); else they run as root with the user's HOME. */
   async #probe() {
@@ -355,7 +363,7 @@ class Sandbox {
   async #account(user) {
     if (user === 'root') return { user: 'root', home: '/root', env: { HOME: '/root', USER: 'root', LOGNAME: 'root' } }
     if (user !== 'user') return { user, home: HOME, env: {} }
-    const { user: asUser } = await this.#request(() => this.#setup)
+    const { user: asUser } = await this.#request(() => this.#probed())
     return asUser
       ? { user: 'user', home: HOME, env: { HOME, USER: 'user', LOGNAME: 'user' } }
       : { user: undefined, home: HOME, env: { HOME } }
