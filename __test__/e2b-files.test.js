@@ -180,6 +180,12 @@ test('watchDir: events named relative to the directory, E2B types, recursive, st
     ),
     `events: ${JSON.stringify(events)}`,
   )
+  await sbx.commands.run('mv /tmp/watched/new.txt /tmp/watched/moved.txt && chmod 600 /tmp/watched/moved.txt')
+  const has = (type, name) => events.some((e) => e.type === type && e.name === name)
+  assert.ok(
+    await waitFor(() => has('rename', 'new.txt') && has('create', 'moved.txt') && has('chmod', 'moved.txt'), 10_000),
+    `a move is rename + create, a chmod is chmod: ${JSON.stringify(events)}`,
+  )
   const types = new Set(Object.values(FilesystemEventType))
   assert.ok(
     events.every((e) => types.has(e.type)),
