@@ -76,7 +76,9 @@ export class Result {
   readonly javascript?: string
   /** A DataFrame's columns (`to_dict(orient="list")`, timestamps as ISO strings, NaN as null). */
   readonly data?: ResultData
-  /** A matplotlib figure read as data (E2B's chart shape); narrow it on `type`. */
+  /** A matplotlib figure read as data (E2B's chart shape); narrow it on `type`. As in E2B, a chart
+   * without a title has `title: null` at run time (E2B declares `string` and gives null too), and a
+   * pie wedge's `angle` is rounded to 4 decimals. */
   readonly chart?: ChartTypes
   /** The MIME types without a field of their own. */
   readonly extra?: any

@@ -416,3 +416,35 @@ test("a matplotlib figure's Result carries its PNG and its chart (E2B's shape)",
   assert.equal(r.raw.chart, r.chart)
   assert.deepEqual(r.formats(), ['png'])
 })
+
+test("charts as E2B gives them: a pie wedge's own angle, no title is null, an empty extra is {}", async () => {
+  const ex = await sbx.runCode(
+    'import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.pie([90, 10], labels=["big", "small"])\nplt.show()',
+  )
+  assert.equal(ex.error, undefined, ex.error && ex.error.traceback)
+  const [r] = ex.results
+  assert.equal(r.chart.type, e2b.ChartType.PIE)
+  assert.equal(r.chart.title, null)
+  assert.deepEqual(
+    r.chart.elements.map((w) => [w.label, w.angle]),
+    [
+      ['big', 324],
+      ['small', 36],
+    ],
+  )
+  assert.deepEqual(r.extra, {})
+  const sup = await sbx.runCode(
+    'fig, (a, b) = plt.subplots(1, 2)\na.plot([1, 2], [3, 4]); a.set_title("left")\nb.pie([1, 3])\nplt.show()',
+  )
+  const [s] = sup.results
+  assert.equal(s.chart.type, e2b.ChartType.SUPERCHART)
+  assert.equal(s.chart.title, null)
+  assert.deepEqual(
+    s.chart.elements.map((c) => c.title),
+    ['left', null],
+  )
+  assert.deepEqual(
+    s.chart.elements[1].elements.map((w) => w.angle),
+    [90, 270],
+  )
+})
