@@ -163,3 +163,23 @@ test('commands have no network unless allowInternetAccess', async () => {
   const r = await sbx.commands.run("awk 'NR > 2 { print $1 }' /proc/net/dev")
   assert.equal(r.stdout, 'lo:\n', 'only the loopback interface')
 })
+
+test("a command that floods its output stays bounded: the sandbox's maxOutputBytes, while it runs and after", async () => {
+  const s = await Sandbox.create({ kern: { maxOutputBytes: 10_000 } })
+  try {
+    let streamed = 0
+    const h = await s.commands.run('seq 1 200000; sleep 30', {
+      background: true,
+      onStdout: (d) => (streamed += d.length),
+    })
+    assert.ok(await waitFor(() => streamed > 100_000, 15_000), `streamed ${streamed}`)
+    assert.ok(h.stdout.length <= 10_000, `kept while running: ${h.stdout.length}`)
+    await h.kill()
+    const end = await h.wait().catch((e) => e)
+    assert.ok(end.stdout.length <= 10_000, `kept at the end: ${end.stdout.length}`)
+    const r = await s.commands.run('seq 1 200000')
+    assert.ok(r.stdout.length <= 10_000 && r.stdout.startsWith('1\n2\n3\n'), `foreground: ${r.stdout.length}`)
+  } finally {
+    await s.kill()
+  }
+})

@@ -135,7 +135,13 @@ class ProcessTable {
     const relay = new Relay()
     const p = await this.get(pid, relay.callbacks(pty))
     if (!p) throw new NotFoundError(`no running process with pid ${pid} in the sandbox`)
-    return new CommandHandle(p, relay, { ...how, pty, timeoutMs: 0, killed: this.#box.killed })
+    return new CommandHandle(p, relay, {
+      ...how,
+      pty,
+      timeoutMs: 0,
+      killed: this.#box.killed,
+      keep: this.#box.maxOutputBytes,
+    })
   }
 }
 
@@ -178,7 +184,13 @@ class Commands {
       }),
     )
     this.#table.remember(process, { cmd: argv[0], args: argv.slice(1), envs: launch.envs, cwd: launch.cwd, pty: false })
-    return new CommandHandle(process, relay, { onStdout, onStderr, timeoutMs: ms, killed: this.#box.killed })
+    return new CommandHandle(process, relay, {
+      onStdout,
+      onStderr,
+      timeoutMs: ms,
+      killed: this.#box.killed,
+      keep: this.#box.maxOutputBytes,
+    })
   }
 
   /** Running commands and PTYs of this sandbox. */

@@ -5,19 +5,22 @@
 const { StringDecoder } = require('node:string_decoder')
 const { SandboxError, TimeoutError, CommandExitError, killedError } = require('./errors.js')
 
-/** Output a handle keeps for its `stdout`/`stderr` getters, per stream: the machine's own capture
- * is what `wait()` returns; this only mirrors it while the command runs. */
-const KEEP_BYTES = 10 * 1024 * 1024
+/** Output a handle keeps for its `stdout`/`stderr` getters, per stream, when the sandbox gives no
+ * bound: the machine's own capture is what `wait()` returns; this only mirrors it while the
+ * command runs. */
+const KEEP_CHARS = 10 * 1024 * 1024
 
 /** A string stream for E2B's text callbacks: characters split across chunks kept whole, the text
  * kept (bounded) for the handle's getters. */
 class TextStream {
   #decoder = new StringDecoder('utf8')
   #callback
+  #keep
   text = ''
 
-  constructor(callback) {
+  constructor(callback, keep) {
     this.#callback = callback
+    this.#keep = keep
   }
 
   push(chunk) {
@@ -30,7 +33,7 @@ class TextStream {
 
   #emit(s) {
     if (!s) return
-    if (this.text.length < KEEP_BYTES) this.text += s.slice(0, KEEP_BYTES - this.text.length)
+    if (this.text.length < this.#keep) this.text += s.slice(0, this.#keep - this.text.length)
     if (this.#callback) settle(() => this.#callback(s))
   }
 }
@@ -75,12 +78,14 @@ class CommandHandle {
   #pty
 
   /** `process`: the machine's Process; `relay`: the Relay its callbacks went to; `how`:
-   * `{ onStdout, onStderr, onPty, pty, timeoutMs, killed() }`. */
+   * `{ onStdout, onStderr, onPty, pty, timeoutMs, killed(), keep }` (`keep`: the most characters of
+   * each stream kept while it runs). */
   constructor(process, relay, how) {
     this.#process = process
     this.#pty = Boolean(how.pty)
-    this.#out = new TextStream(how.onStdout)
-    this.#err = new TextStream(how.onStderr)
+    const keep = how.keep ?? KEEP_CHARS
+    this.#out = new TextStream(how.onStdout, keep)
+    this.#err = new TextStream(how.onStderr, keep)
     this.#onPty = how.onPty
     this.#done = this.#finish(how)
     this.#done.catch(() => {}) // wait() reports it; an unawaited handle raises nothing

@@ -140,6 +140,8 @@ class Sandbox {
     return {
       machine: this.#machine,
       killed: () => this.#killed,
+      /** The session's cap on captured output, per stream: what a handle keeps while a command runs. */
+      maxOutputBytes: this.#session.maxOutputBytes ?? undefined,
       guard: (start, classes) => this.#request(start, classes),
       shell: async () => (await this.#probed()).shell,
       account: async (user) => this.#account(user),
