@@ -463,6 +463,11 @@ export class Sandbox {
   static kill(sandboxId: string, opts?: Record<string, unknown>): Promise<boolean>
   /** The live sandboxes of this process. */
   static list(opts?: SandboxListOpts): SandboxPaginator
+  /** Not supported: rejects with a SandboxError that says why (a running
+   * machine cannot be copied with its processes). */
+  static fork(sandboxId: string, opts?: Record<string, unknown>): Promise<Sandbox[]>
+  /** Not supported: rejects with a SandboxError that says why. */
+  fork(opts?: Record<string, unknown>): Promise<Sandbox[]>
   /** This sandbox (it is connected). */
   connect(opts?: Record<string, unknown>): Promise<this>
   runCode(code: string, opts?: RunCodeOpts): Promise<Execution>

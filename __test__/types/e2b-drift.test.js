@@ -112,7 +112,6 @@ const E2B_NOT_HERE = {
   Sandbox: [
     'git',
     'trafficAccessToken',
-    'fork',
     'updateNetwork',
     'pause',
     'betaPause',
@@ -154,6 +153,6 @@ test("E2B's declared API: every public member of its Sandbox, files, commands, p
     assert.deepEqual(missing, [], `E2B's ${name} members missing here`)
     for (const k of E2B_NOT_HERE[name] ?? []) assert.ok(!(k in obj), `${name}.${k} exists now: take it off the list`)
   }
-  const statics = ['create', 'connect', 'kill', 'list']
+  const statics = ['create', 'connect', 'kill', 'list', 'fork']
   for (const k of statics) assert.equal(typeof runtime.Sandbox[k], 'function', `Sandbox.${k}`)
 })

@@ -187,6 +187,23 @@ class Sandbox {
     return new SandboxPaginator(opts)
   }
 
+  /** E2B's fork copies a running sandbox, memory and processes included; a kern machine cannot be
+   * copied while it runs, so this says so (a new sandbox on a copy of the workspace, through
+   * `kern: { workspace }` or the package's snapshots, keeps the files). */
+  static async fork(sandboxId) {
+    const s = live.get(sandboxId)
+    if (!s) throw new SandboxNotFoundError(`sandbox ${JSON.stringify(sandboxId)} not found`)
+    return s.fork()
+  }
+
+  async fork() {
+    this.#alive()
+    throw new SandboxError(
+      `fork() is not supported by kern-sandbox/e2b: a running machine (sandbox ${this.sandboxId}) cannot be ` +
+        'copied with its processes; create a new sandbox on a copy of the workspace (kern: { workspace }) instead',
+    )
+  }
+
   /** This sandbox (it is connected already). */
   async connect() {
     this.#alive()
