@@ -129,7 +129,7 @@ const CLASSES = {
   ERR_NOT_FOUND: NotFoundError,
   ERR_UNSUPPORTED_LANGUAGE: InvalidArgumentError,
   ERR_INVALID_OPTION: InvalidArgumentError,
-  ERR_INVALID_ARGUMENT: InvalidArgumentError,
+  ERR_PROCESS_NOT_FOUND: NotFoundError,
   ERR_NO_SPACE: NotEnoughSpaceError,
 }
 

@@ -3,7 +3,7 @@
 // true })`, `commands.connect`, `pty.create`, `pty.connect`), over one machine Process.
 
 const { StringDecoder } = require('node:string_decoder')
-const { SandboxError, TimeoutError, CommandExitError, killedError } = require('./errors.js')
+const { InvalidArgumentError, TimeoutError, CommandExitError, killedError } = require('./errors.js')
 
 /** Output a handle keeps for its `stdout`/`stderr` getters, per stream, when the sandbox gives no
  * bound: the machine's own capture is what `wait()` returns; this only mirrors it while the
@@ -180,7 +180,7 @@ class CommandHandle {
 
 async function stdinWrite(process, data) {
   if (typeof data !== 'string' && !(data instanceof Uint8Array)) {
-    throw new SandboxError('stdin data must be a string or a Uint8Array', { code: 'ERR_INVALID_ARGUMENT' })
+    throw new InvalidArgumentError(`stdin data must be a string or a Uint8Array, got ${typeof data}`)
   }
   await process.write(typeof data === 'string' ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength))
 }
