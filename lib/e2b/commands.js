@@ -78,7 +78,8 @@ class ProcessTable {
 
   remember(process, info) {
     this.#started.set(process.pid, { ...info, process })
-    process.wait().finally(() => this.#started.delete(process.pid))
+    const forget = () => this.#started.delete(process.pid)
+    process.wait().then(forget, forget)
   }
 
   async list() {

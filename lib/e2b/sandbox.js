@@ -98,7 +98,8 @@ class Sandbox {
   #contexts
   #ports
   #killed = false
-  #onKill = []
+  /** What ends with the sandbox (its watches). */
+  #onKill = new Set()
   #timer = null
   #endAt = 0
   #startedAt = new Date()
@@ -145,7 +146,8 @@ class Sandbox {
       guard: (start, classes) => this.#request(start, classes),
       shell: async () => (await this.#probed()).shell,
       account: async (user) => this.#account(user),
-      onKill: (fn) => this.#onKill.push(fn),
+      /** Runs `fn` at kill(); returns what unregisters it. */
+      onKill: (fn) => (this.#onKill.add(fn), () => this.#onKill.delete(fn)),
     }
   }
 
@@ -316,7 +318,8 @@ class Sandbox {
     this.#killed = true
     clearTimeout(this.#timer)
     live.delete(this.sandboxId)
-    for (const fn of this.#onKill.splice(0)) fn()
+    for (const fn of this.#onKill) fn()
+    this.#onKill.clear()
     await this.#ports.close()
     await this.#machine.close().catch(() => {})
     // The session after the machine: it also stops kernels still starting.

@@ -51,10 +51,12 @@ async function watchDir(box, abs, onEvent, opts, toEntry) {
   let ended = false
   let watcher = null
   let timer = null
+  let unregister = null
   const end = async (err) => {
     if (ended) return
     ended = true
     clearTimeout(timer)
+    unregister?.()
     await watcher?.close().catch(() => {})
     await queue
     if (onExit) await call(onExit, err)
@@ -84,7 +86,7 @@ async function watchDir(box, abs, onEvent, opts, toEntry) {
       ),
     FILE_CLASSES,
   )
-  box.onKill(() => end())
+  unregister = box.onKill(() => end())
   if (timeoutMs > 0 && timeoutMs <= MAX_TIMER_MS) {
     timer = setTimeout(
       () => end(new TimeoutError(`the watch of ${abs} reached its timeoutMs (${timeoutMs} ms)`)),
