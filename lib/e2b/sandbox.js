@@ -144,7 +144,7 @@ class Sandbox {
       /** The session's cap on captured output, per stream: what a handle keeps while a command runs. */
       maxOutputBytes: this.#session.maxOutputBytes ?? undefined,
       guard: (start, classes) => this.#request(start, classes),
-      shell: async () => (await this.#probed()).shell,
+      shell: async () => (await this.#request(() => this.#probed())).shell,
       account: async (user) => this.#account(user),
       /** Runs `fn` at kill(); returns what unregisters it. */
       onKill: (fn) => (this.#onKill.add(fn), () => this.#onKill.delete(fn)),
