@@ -338,7 +338,7 @@ fn attach_stdio(cmd: &mut Command, req: &SpawnReq) -> Result<Ends, Fail> {
             return Err(Fail::invalid("pty cols and rows must be positive"));
         }
         let (master, slave) =
-            pty::open(size.cols, size.rows).map_err(|e| Fail::io(&e, "open a pty"))?;
+            pty::open(size.cols, size.rows).map_err(|e| Fail::io(&e, "open a pty: /dev/ptmx"))?;
         let dup = |fd: &OwnedFd| fd.try_clone().map_err(|e| Fail::io(&e, "dup the pty"));
         cmd.stdin(Stdio::from(dup(&slave)?))
             .stdout(Stdio::from(dup(&slave)?))
