@@ -20,6 +20,7 @@ const {
 const { chunkSink, nativeCall, cancellable } = require('./calls.js')
 const { finishResult } = require('./results.js')
 const { Kernel, kernelLanguage } = require('./kernel.js')
+const { openMachine } = require('./machine.js')
 const { resolveLanguage } = require('./languages.js')
 const { prepareCell } = require('./jscell.js')
 
@@ -110,6 +111,10 @@ class Sandbox {
     if (opts.image != null) checkType('image', opts.image, 'string')
     const native = await callNative(() => this.#native.kernel(timeoutS, language.native, opts.image ?? undefined))
     return new Kernel(native, this, (callId) => this.#native.cancel(callId), language)
+  }
+
+  async machine(opts = {}) {
+    return await openMachine(this, this.#native, opts)
   }
 
   async writeFile(path, data) {

@@ -6,6 +6,7 @@
 mod errors;
 mod kernel;
 mod lifecycle;
+mod machine;
 mod options;
 mod output;
 mod session;

@@ -483,6 +483,7 @@ function fileError(e) {
     case 'ERR_IS_A_DIRECTORY':
       return 'is_directory'
     case 'ERR_INVALID_ARGUMENT':
+    case 'ERR_INVALID_OPTION':
     case 'ERR_NOT_A_DIRECTORY':
       return 'invalid_path'
     default:

@@ -8,6 +8,7 @@
 //! interrupts the cell (KeyboardInterrupt) and tears down only a cell that does not stop within
 //! a grace.
 
+pub mod host;
 pub mod language;
 pub mod protocol;
 pub mod rich;
@@ -26,9 +27,10 @@ use crate::errors::{Error, Result};
 use crate::lifecycle::cancel::{Cancel, StopReason};
 use crate::lifecycle::fault::{self, Ending, Fault};
 use crate::lifecycle::outcome::Outcome;
-use crate::lifecycle::spawn::{Pipes, Resident};
+use crate::lifecycle::spawn::Pipes;
 use crate::output::notes::HeadNotes;
 use crate::output::{ChunkFn, Sink, QUEUE_DEPTH};
+use host::Host;
 use language::Driver;
 use protocol::{FrameReader, ReadError};
 
@@ -113,7 +115,7 @@ pub struct Kernel {
 
 /// The box side, owned by the serving task.
 struct Server {
-    boxed: Resident,
+    boxed: Host,
     /// The box's stdin, for cells `submit` could not write at once.
     stdin: Option<tokio::net::unix::pipe::Sender>,
     frames: FrameReader<tokio::net::unix::pipe::Receiver>,
@@ -144,7 +146,7 @@ enum CellEnd {
 impl Kernel {
     /// Starts the box and waits for the driver's ready frame.
     pub async fn start(
-        boxed: Resident,
+        boxed: Host,
         pipes: Pipes,
         cap: usize,
         marker: String,
@@ -458,7 +460,7 @@ impl Server {
             self.boxed.tear_down().await;
         } else {
             // kern is gone; make sure nothing of its group lingers.
-            crate::lifecycle::boxes::kill_group(self.boxed.pgid);
+            self.boxed.kill_lingering();
         }
         "close() was called".to_string()
     }
@@ -744,7 +746,7 @@ impl Server {
     /// Sends SIGINT to the driver's main thread (KeyboardInterrupt in the cell). False when the
     /// driver cannot be found.
     fn interrupt(&self) -> bool {
-        match find_driver(self.boxed.pgid, &self.marker) {
+        match find_driver(self.boxed.root_pid(), &self.marker) {
             // SAFETY: a plain syscall; tgkill with tid == pid targets that process's main thread.
             Some(pid) => unsafe { libc::syscall(libc::SYS_tgkill, pid, pid, libc::SIGINT) == 0 },
             None => false,

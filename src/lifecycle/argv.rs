@@ -20,6 +20,18 @@ pub struct BoxSpec<'a> {
     pub setup: bool,
     pub env_file: Option<&'a Path>,
     pub command: &'a [String],
+    /// A machine's box: a writable root, a terminal (kern gives a box /dev/pts only with `-it`),
+    /// and the agent with its control directory bound in.
+    pub machine: Option<MachineBox<'a>>,
+}
+
+pub struct MachineBox<'a> {
+    /// The agent binary on the host, bound read-only at `agent_at`.
+    pub agent: &'a Path,
+    pub agent_at: &'a str,
+    /// The private directory holding the control socket, bound read-only at `ctl_at`.
+    pub ctl: &'a Path,
+    pub ctl_at: &'a str,
 }
 
 /// The argv after the kern binary itself.
@@ -30,7 +42,9 @@ pub fn box_argv(cfg: &Config, spec: &BoxSpec<'_>) -> Vec<OsString> {
     push(spec.name);
     push("--image");
     push(&cfg.image);
-    push("--ro");
+    if spec.machine.is_none() {
+        push("--ro");
+    }
     push("-v");
     // One bind of the workspace, at `cfg.box_workspace` (validated plain), also the workdir.
     let mut ws = spec.workspace.as_os_str().to_owned();
@@ -99,6 +113,15 @@ pub fn box_argv(cfg: &Config, spec: &BoxSpec<'_>) -> Vec<OsString> {
         a.push("--env-file".into());
         a.push(f.into());
     }
+    if let Some(m) = &spec.machine {
+        for (host, at) in [(m.agent, m.agent_at), (m.ctl, m.ctl_at)] {
+            let mut v = host.as_os_str().to_owned();
+            v.push(format!(":{at}:ro"));
+            a.push("-v".into());
+            a.push(v);
+        }
+        a.push("-it".into());
+    }
     a.push("--".into());
     a.extend(spec.command.iter().map(OsString::from));
     a
@@ -152,6 +175,7 @@ mod tests {
             setup: false,
             env_file: Some(Path::new("/tmp/p/env")),
             command: &cmd,
+            machine: None,
         };
         assert_eq!(
             strs(box_argv(&cfg(), &spec)),
@@ -212,6 +236,7 @@ mod tests {
             setup: false,
             env_file: None,
             command: &cmd,
+            machine: None,
         };
         assert_eq!(
             strs(box_argv(&c, &spec)),
@@ -268,6 +293,7 @@ mod tests {
             setup: false,
             env_file: None,
             command: &cmd,
+            machine: None,
         };
         let v = strs(box_argv(&c, &spec));
         assert_eq!(
@@ -297,6 +323,7 @@ mod tests {
             setup: true,
             env_file: None,
             command: &cmd,
+            machine: None,
         };
         let v = strs(box_argv(&c, &spec));
         assert!(v.contains(&"--net".to_string()));
