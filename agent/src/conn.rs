@@ -93,7 +93,10 @@ impl Writer {
 
     /// Queues a frame without waiting.
     pub fn push(&self, header: Value, payload: Vec<u8>) {
-        let head = proto::encode_head(&header, payload.len());
+        self.push_encoded(proto::encode_head(&header, payload.len()), payload);
+    }
+
+    fn push_encoded(&self, head: Vec<u8>, payload: Vec<u8>) {
         let mut q = self.queue.lock().unwrap();
         if q.dead {
             return;
@@ -126,7 +129,16 @@ impl Writer {
                 let mut header = reply.fields;
                 header.insert("t".into(), "ok".into());
                 header.insert("id".into(), id.into());
-                self.push(Value::Object(header), reply.payload);
+                let head = proto::encode_head(&Value::Object(header), reply.payload.len());
+                if head.len() - 8 > proto::MAX_HEADER_OUT {
+                    let size = head.len() - 8;
+                    let fail = Fail::new(
+                        error::TOO_LARGE,
+                        format!("the answer is too large ({size} bytes of JSON): ask for less"),
+                    );
+                    return self.answer(id, Err(fail));
+                }
+                self.push_encoded(head, reply.payload);
             }
             Err(fail) => self.push(
                 json!({"t": "error", "id": id, "code": fail.code, "message": fail.message}),

@@ -183,7 +183,10 @@ impl Table {
         procs.sort_by_key(|p| p.pid);
         let list: Vec<Value> = procs
             .iter()
-            .map(|p| json!({"pid": p.pid, "argv": p.argv, "cwd": p.cwd, "pty": p.pty}))
+            .map(|p| {
+                let argv: Vec<&str> = p.argv.iter().map(|a| shorten(a)).collect();
+                json!({"pid": p.pid, "argv": argv, "cwd": p.cwd, "pty": p.pty})
+            })
             .collect();
         Reply::with(json!({ "procs": list }))
     }
@@ -238,6 +241,22 @@ impl Table {
             }
         }
     }
+}
+
+/// The longest argv string `ps` lists whole: a few processes started with a large inline script
+/// (`python3 -c ...`) must not push the answer over the header limit.
+const PS_ARG_MAX: usize = 4096;
+
+/// `arg`, cut at [`PS_ARG_MAX`] bytes (on a character boundary).
+fn shorten(arg: &str) -> &str {
+    if arg.len() <= PS_ARG_MAX {
+        return arg;
+    }
+    let mut end = PS_ARG_MAX;
+    while !arg.is_char_boundary(end) {
+        end -= 1;
+    }
+    &arg[..end]
 }
 
 /// Starts the reaper thread. SIGCHLD is blocked in every thread (see main), so it is waited for
@@ -338,7 +357,7 @@ fn attach_stdio(cmd: &mut Command, req: &SpawnReq) -> Result<Ends, Fail> {
             return Err(Fail::invalid("pty cols and rows must be positive"));
         }
         let (master, slave) =
-            pty::open(size.cols, size.rows).map_err(|e| Fail::io(&e, "open a pty"))?;
+            pty::open(size.cols, size.rows).map_err(|e| Fail::io(&e, "open a pty: /dev/ptmx"))?;
         let dup = |fd: &OwnedFd| fd.try_clone().map_err(|e| Fail::io(&e, "dup the pty"));
         cmd.stdin(Stdio::from(dup(&slave)?))
             .stdout(Stdio::from(dup(&slave)?))

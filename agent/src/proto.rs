@@ -8,6 +8,8 @@
 //! count: `[header_len][payload_len][header][payload]`. The header is a UTF-8 JSON object whose
 //! `"t"` names the message; the payload is raw bytes (process output, file contents, stdin, port
 //! traffic) and is often empty. Payloads over 64 MiB are refused; the host splits larger data.
+//! Headers the agent sends stay within 1 MiB: an answer that would not (a `list` of a huge tree)
+//! is an `ERR_TOO_LARGE` error, and `ps` shortens very long argv strings.
 //!
 //! Requests from the host carry a numeric `"id"`, and each gets exactly one answer:
 //! `{"t":"ok","id":N,...}` with the request's result fields, or
@@ -39,6 +41,9 @@ pub const VERSION: u32 = 1;
 pub const MAX_PAYLOAD: usize = 64 << 20;
 /// Headers are small JSON objects; anything this large is a broken peer.
 const MAX_HEADER: usize = 16 << 20;
+/// The largest header the agent sends (what the host accepts). An answer that would be larger
+/// (a `list` of a huge tree) is an ERR_TOO_LARGE error instead.
+pub const MAX_HEADER_OUT: usize = 1 << 20;
 
 /// One frame read from the host.
 pub enum Incoming {

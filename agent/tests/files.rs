@@ -351,3 +351,22 @@ fn an_oversized_payload_is_refused_and_the_connection_lives_on() {
     assert!(!host.dir.path().join("big").exists());
     assert_eq!(host.run(&["true"]).code, 0);
 }
+
+#[test]
+fn an_answer_over_the_header_limit_is_too_large_and_a_smaller_one_works() {
+    let mut host = Host::start();
+    let root = host.dir.path().join("many");
+    std::fs::create_dir(&root).unwrap();
+    // ~260 bytes of JSON per entry: 6000 entries are well over 1 MiB.
+    for i in 0..6000 {
+        std::fs::write(root.join(format!("{i:0>60}")), "").unwrap();
+    }
+    std::fs::create_dir(root.join("sub")).unwrap();
+    let code = host.err(json!({"t": "list", "path": root, "depth": 1}));
+    assert_eq!(code, "ERR_TOO_LARGE");
+    let (small, _) = host.ok(
+        json!({"t": "list", "path": root.join("sub"), "depth": 1}),
+        b"",
+    );
+    assert_eq!(small["entries"], json!([]));
+}

@@ -359,3 +359,23 @@ fn children_start_with_default_signal_state_and_no_agent_fds() {
     // 0, 1, 2 and the fd ls itself opens for /proc/self/fd.
     assert_eq!(fds, vec!["0", "1", "2", "3"], "{text}");
 }
+
+#[test]
+fn ps_shortens_huge_arguments() {
+    let mut host = Host::start();
+    let script = format!("sleep 1000 #{}", "x".repeat(100_000));
+    let pid = host.spawn(json!({"argv": ["sh", "-c", script]}), b"");
+    let (answer, _) = host.ok(json!({"t": "ps"}), b"");
+    let me = answer["procs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["pid"] == pid)
+        .unwrap()
+        .clone();
+    let listed = me["argv"][2].as_str().unwrap();
+    assert_eq!(listed.len(), 4096);
+    assert!(script.starts_with(listed));
+    host.ok(json!({"t": "signal", "pid": pid, "signal": 9}), b"");
+    host.collect(pid);
+}

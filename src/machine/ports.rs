@@ -67,12 +67,20 @@ async fn relay(conn: SharedConn, streams: Streams, port: u16, tcp: TcpStream, st
         .unwrap_or_else(|p| p.into_inner())
         .insert(id, tx);
     let (mut rd, mut wr) = tcp.into_split();
+    // The machine's side decides when the connection is over: a client's EOF is passed on and
+    // the answer still flows back until the machine closes its socket. `up` is told to stop
+    // between frames, never cancelled inside a send (half a frame would break the connection).
+    let (done_tx, mut done) = tokio::sync::oneshot::channel::<()>();
     let up = {
         let conn = conn.clone();
         async move {
             let mut buf = vec![0u8; 64 * 1024];
             loop {
-                match rd.read(&mut buf).await {
+                let read = tokio::select! {
+                    r = rd.read(&mut buf) => r,
+                    _ = &mut done => return,
+                };
+                match read {
                     Ok(0) | Err(_) => {
                         let _ = conn.send(&json!({"t": "eof", "stream": id}), &[]).await;
                         return;
@@ -102,14 +110,13 @@ async fn relay(conn: SharedConn, streams: Streams, port: u16, tcp: TcpStream, st
             }
         }
     };
-    // The machine's side decides when the connection is over: a client's EOF is passed on and
-    // the answer still flows back until the machine closes its socket.
     let up = tokio::spawn(up);
     tokio::select! {
         _ = down => {}
         _ = stop.fired() => {}
     }
-    up.abort();
+    let _ = done_tx.send(());
+    let _ = up.await;
     streams
         .lock()
         .unwrap_or_else(|p| p.into_inner())

@@ -36,13 +36,13 @@ impl Frame {
     }
 }
 
-pub fn encode(head: &Value, data: &[u8]) -> Vec<u8> {
+/// A frame's lengths and header; the payload follows it on the wire as it is (not copied).
+pub fn encode_head(head: &Value, payload_len: usize) -> Vec<u8> {
     let h = serde_json::to_vec(head).expect("a JSON value always serializes");
-    let mut out = Vec::with_capacity(8 + h.len() + data.len());
+    let mut out = Vec::with_capacity(8 + h.len());
     out.extend_from_slice(&(h.len() as u32).to_be_bytes());
-    out.extend_from_slice(&(data.len() as u32).to_be_bytes());
+    out.extend_from_slice(&(payload_len as u32).to_be_bytes());
     out.extend_from_slice(&h);
-    out.extend_from_slice(data);
     out
 }
 
@@ -114,7 +114,7 @@ impl Conn {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(id, tx);
-        if let Err(e) = self.send_raw(&encode(&head, data)).await {
+        if let Err(e) = self.send_raw(&head, data).await {
             self.pending
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -126,15 +126,21 @@ impl Conn {
 
     /// Sends a frame that has no answer (port stream traffic).
     pub async fn send(&self, head: &Value, data: &[u8]) -> Result<()> {
-        self.send_raw(&encode(head, data)).await
+        self.send_raw(head, data).await
     }
 
-    async fn send_raw(&self, bytes: &[u8]) -> Result<()> {
+    async fn send_raw(&self, head: &Value, data: &[u8]) -> Result<()> {
         if self.is_gone() {
             return Err(self.gone_error());
         }
+        let head = encode_head(head, data.len());
+        // One lock for header and payload: frames never interleave.
         let mut w = self.writer.lock().await;
-        w.write_all(bytes).await.map_err(|_| self.gone_error())
+        let sent = match w.write_all(&head).await {
+            Ok(()) if !data.is_empty() => w.write_all(data).await,
+            other => other,
+        };
+        sent.map_err(|_| self.gone_error())
     }
 
     /// Settles the request a reply answers; false if the frame is not a reply.
