@@ -356,6 +356,7 @@ test('kernel(): a warm Python kernel inside the machine sees its files and proce
   await m.writeFile('/tmp/data.txt', 'from the machine')
   const k = await m.kernel()
   t.after(() => k.close())
+  assert.deepEqual(await m.processes(), [], "a kernel's driver is not one of the listed processes")
   const r = await k.runCode('x = open("/tmp/data.txt").read()\nx')
   assert.equal(r.exitCode, 0, r.stderr)
   assert.equal(r.results[0].text, "'from the machine'")

@@ -217,7 +217,9 @@ impl Machine {
         let pid = started
             .u32("pid")
             .ok_or_else(|| Error::sandbox("the agent answered a spawn without a pid"))?;
-        let p = Arc::new(Proc::new(pid, spec.argv, cwd, spec.pty.is_some(), spec.cap));
+        let mut p = Proc::new(pid, spec.argv, cwd, spec.pty.is_some(), spec.cap);
+        p.internal = subs.raw.is_some();
+        let p = Arc::new(p);
         let sub = p.subscribe(subs);
         self.table
             .lock()
@@ -281,11 +283,15 @@ impl Machine {
             })
     }
 
+    /// What processes() lists: running processes started through the API (not kernel drivers).
     pub fn running(&self) -> Vec<Arc<Proc>> {
-        self.table
+        let mut v = self
+            .table
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .running()
+            .running();
+        v.retain(|p| !p.internal);
+        v
     }
 
     /// Gives a process a deadline: past it, its process group is killed and it reads as timed out.

@@ -99,6 +99,8 @@ pub struct Proc {
     pub argv: Vec<String>,
     pub cwd: String,
     pub pty: bool,
+    /// Started by the binding itself (a kernel's driver): not listed by processes().
+    pub internal: bool,
     cap: usize,
     started: Instant,
     out: Mutex<Output>,
@@ -116,6 +118,7 @@ impl Proc {
             argv,
             cwd,
             pty,
+            internal: false,
             cap,
             started: Instant::now(),
             out: Mutex::new(Output::default()),
