@@ -152,12 +152,8 @@ function outputStream(cap) {
   }
 }
 
-/**
- * @param {import('../../index').Machine} machine
- * @param {object} [opts]
- */
-function createSandboxSession(machine, opts = {}) {
-  checkMachine(machine)
+/** The session's fixed settings, checked once: its base directory, default env and caps. */
+function sessionConfig(machine, opts) {
   if (typeof opts !== 'object' || opts === null) throw invalid('options must be an object')
   const base = opts.workingDirectory !== undefined ? resolveIn('/', opts.workingDirectory) : machine.workdir
   if (typeof base !== 'string' || !base.startsWith('/')) throw invalid('the machine has no working directory')
@@ -168,11 +164,107 @@ function createSandboxSession(machine, opts = {}) {
   if (opts.description !== undefined && typeof opts.description !== 'string') {
     throw invalid('description must be a string')
   }
+  return {
+    base,
+    maxOutputBytes,
+    maxFileBytes,
+    timeoutS,
+    cwdOf: (wd) => (wd === undefined ? base : resolveIn(base, checkPath(wd, 'workingDirectory'))),
+    envOf: (env) => ({ ...defaultEnv, ...checkEnv(env) }),
+  }
+}
+
+/** The session's spawn(): a process on the machine whose output streams are capped and whose
+ * abortSignal kills it. */
+async function spawnProcess(machine, cfg, options) {
+  if (!options || typeof options !== 'object') throw invalid('spawn needs { command }')
+  const { maxOutputBytes, timeoutS } = cfg
+  const command = checkCommand(options.command)
+  const cwd = cfg.cwdOf(options.workingDirectory)
+  const env = cfg.envOf(options.env)
+  const signal = options.abortSignal
+  signal?.throwIfAborted()
+  const withStdin = options.stdin === true
+  const out = outputStream(maxOutputBytes)
+  const err = outputStream(maxOutputBytes)
+  const proc = await machine.spawn(command, {
+    cwd,
+    env,
+    stdin: withStdin,
+    maxOutputBytes,
+    onStdout: (b) => out.push(b),
+    onStderr: (b) => err.push(b),
+    ...(timeoutS !== undefined ? { timeoutS } : {}),
+  })
+  let aborted = false
+  const onAbort = () => {
+    aborted = true
+    proc.kill('SIGKILL').catch(() => {})
+  }
+  if (signal) {
+    if (signal.aborted) onAbort()
+    else signal.addEventListener('abort', onAbort, { once: true })
+  }
+  const exited = proc.wait().then(
+    (r) => {
+      signal?.removeEventListener('abort', onAbort)
+      out.close()
+      err.close()
+      return r
+    },
+    (e) => {
+      signal?.removeEventListener('abort', onAbort)
+      out.error(e)
+      err.error(e)
+      throw e
+    },
+  )
+  exited.catch(() => {})
+  const handle = {
+    pid: proc.pid,
+    stdout: out.stream,
+    stderr: err.stream,
+    async wait() {
+      const r = await exited
+      if (aborted) throw signal.reason
+      return { exitCode: r.exitCode }
+    },
+    async kill() {
+      if (proc.exitCode !== null) return
+      await proc.kill('SIGKILL').catch((e) => {
+        if (proc.exitCode === null) throw e
+      })
+    },
+  }
+  if (withStdin) handle.stdin = stdinStream(proc)
+  return handle
+}
+
+/** A WritableStream onto a process's stdin. */
+function stdinStream(proc) {
+  return new WritableStream({
+    write: (chunk) => {
+      if (typeof chunk === 'string') return proc.write(chunk)
+      if (!(chunk instanceof Uint8Array)) throw invalid('stdin takes Uint8Array chunks')
+      return proc.write(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength))
+    },
+    close: () => proc.end(),
+    abort: () => proc.end(),
+  })
+}
+
+/**
+ * Long only as the session object is: its members are short and share this closure.
+ * @param {import('../../index').Machine} machine
+ * @param {object} [opts]
+ */
+function createSandboxSession(machine, opts = {}) {
+  checkMachine(machine)
+  const cfg = sessionConfig(machine, opts)
+  const { base, maxOutputBytes, maxFileBytes, timeoutS, cwdOf, envOf } = cfg
   const ports = new Map()
 
   const at = (p) => resolveIn(base, checkPath(p))
-  const cwdOf = (wd) => (wd === undefined ? base : resolveIn(base, checkPath(wd, 'workingDirectory')))
-  const envOf = (env) => ({ ...defaultEnv, ...checkEnv(env) })
 
   async function readBytes(path, signal) {
     const p = at(path)
@@ -197,76 +289,7 @@ function createSandboxSession(machine, opts = {}) {
   }
 
   async function spawn(options) {
-    if (!options || typeof options !== 'object') throw invalid('spawn needs { command }')
-    const command = checkCommand(options.command)
-    const cwd = cwdOf(options.workingDirectory)
-    const env = envOf(options.env)
-    const signal = options.abortSignal
-    signal?.throwIfAborted()
-    const withStdin = options.stdin === true
-    const out = outputStream(maxOutputBytes)
-    const err = outputStream(maxOutputBytes)
-    const proc = await machine.spawn(command, {
-      cwd,
-      env,
-      stdin: withStdin,
-      maxOutputBytes,
-      onStdout: (b) => out.push(b),
-      onStderr: (b) => err.push(b),
-      ...(timeoutS !== undefined ? { timeoutS } : {}),
-    })
-    let aborted = false
-    const onAbort = () => {
-      aborted = true
-      proc.kill('SIGKILL').catch(() => {})
-    }
-    if (signal) {
-      if (signal.aborted) onAbort()
-      else signal.addEventListener('abort', onAbort, { once: true })
-    }
-    const exited = proc.wait().then(
-      (r) => {
-        signal?.removeEventListener('abort', onAbort)
-        out.close()
-        err.close()
-        return r
-      },
-      (e) => {
-        signal?.removeEventListener('abort', onAbort)
-        out.error(e)
-        err.error(e)
-        throw e
-      },
-    )
-    exited.catch(() => {})
-    const handle = {
-      pid: proc.pid,
-      stdout: out.stream,
-      stderr: err.stream,
-      async wait() {
-        const r = await exited
-        if (aborted) throw signal.reason
-        return { exitCode: r.exitCode }
-      },
-      async kill() {
-        if (proc.exitCode !== null) return
-        await proc.kill('SIGKILL').catch((e) => {
-          if (proc.exitCode === null) throw e
-        })
-      },
-    }
-    if (withStdin) {
-      handle.stdin = new WritableStream({
-        write: (chunk) => {
-          if (typeof chunk === 'string') return proc.write(chunk)
-          if (!(chunk instanceof Uint8Array)) throw invalid('stdin takes Uint8Array chunks')
-          return proc.write(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength))
-        },
-        close: () => proc.end(),
-        abort: () => proc.end(),
-      })
-    }
-    return handle
+    return spawnProcess(machine, cfg, options)
   }
 
   const session = {

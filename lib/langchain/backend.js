@@ -102,6 +102,8 @@ function globRegex(pattern) {
   return new RegExp(`^${re}$`)
 }
 
+/** KernSandboxBackend on one copy of deepagents (each copy has its own BaseSandbox to extend).
+ * Long only as the class it makes is: each method is short. */
 function make({ BaseSandbox, normalizeReadPagination }) {
   class KernSandboxBackend extends BaseSandbox {
     /**

@@ -7,7 +7,8 @@
 const crypto = require('node:crypto')
 const { checkPath, checkCount, openMachine, splitOptions, invalid, DEFAULT_FILE_BYTES } = require('../adapters.js')
 
-/** KernSandbox on one copy of @mastra/core/workspace (see process.js). */
+/** KernSandbox on one copy of @mastra/core/workspace (see process.js).
+ * Long only as the class it makes is: each method is short. */
 function make({ MastraSandbox, validateSandboxFileMode, SandboxAbortError }, { KernProcessManager }) {
   class KernSandbox extends MastraSandbox {
     /**

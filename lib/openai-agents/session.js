@@ -20,7 +20,8 @@ const {
 } = require('../adapters.js')
 
 /** KernSandboxSession on one copy of agents-core (its CommonJS or its ES build: each has its own
- * error classes and Manifest, and the runtime's instanceof checks need the app's copy). */
+ * error classes and Manifest, and the runtime's instanceof checks need the app's copy).
+ * Long only as the class it makes is: each method is short. */
 function make({ core, sandbox, internal }) {
   const {
     Manifest,
