@@ -14,6 +14,7 @@ const {
   checkPath,
   checkCommand,
   checkCount,
+  closeMachine,
   isMissing,
   shellQuote,
   statFollow,
@@ -196,8 +197,7 @@ function make({ core, sandbox, internal }) {
       this._closed = true
       this.state.workspaceReady = false
       if (this._owned) {
-        await this._machine.close()
-        if (this._sandbox) await this._sandbox.close()
+        await closeMachine(this._machine, this._sandbox)
       }
       this._onClose?.()
     }
