@@ -75,6 +75,25 @@ pub fn box_argv(cfg: &Config, spec: &BoxSpec<'_>) -> Vec<OsString> {
     a
 }
 
+/// The argv of a box whose own image (a kernel's or a machine's), if given, replaces the
+/// session's for that box only.
+pub fn box_argv_with_image(
+    cfg: &Config,
+    image: Option<String>,
+    spec: &BoxSpec<'_>,
+) -> Vec<OsString> {
+    match image {
+        Some(image) => box_argv(
+            &Config {
+                image,
+                ..cfg.clone()
+            },
+            spec,
+        ),
+        None => box_argv(cfg, spec),
+    }
+}
+
 fn flag(a: &mut Vec<OsString>, name: &str, value: impl Into<OsString>) {
     a.push(name.into());
     a.push(value.into());
