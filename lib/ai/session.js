@@ -169,6 +169,7 @@ function sessionConfig(machine, opts) {
     maxOutputBytes,
     maxFileBytes,
     timeoutS,
+    at: (p) => resolveIn(base, checkPath(p)),
     cwdOf: (wd) => (wd === undefined ? base : resolveIn(base, checkPath(wd, 'workingDirectory'))),
     envOf: (env) => ({ ...defaultEnv, ...checkEnv(env) }),
   }
@@ -253,18 +254,10 @@ function stdinStream(proc) {
   })
 }
 
-/**
- * Long only as the session object is: its members are short and share this closure.
- * @param {import('../../index').Machine} machine
- * @param {object} [opts]
- */
-function createSandboxSession(machine, opts = {}) {
-  checkMachine(machine)
-  const cfg = sessionConfig(machine, opts)
-  const { base, maxOutputBytes, maxFileBytes, timeoutS, cwdOf, envOf } = cfg
-  const ports = new Map()
-
-  const at = (p) => resolveIn(base, checkPath(p))
+/** The session's members on file contents (read*, write*): paths resolve against the base,
+ * contents are capped at maxFileBytes. */
+function fileMembers(machine, cfg) {
+  const { maxFileBytes, at } = cfg
 
   async function readBytes(path, signal) {
     const p = at(path)
@@ -288,26 +281,7 @@ function createSandboxSession(machine, opts = {}) {
     })
   }
 
-  async function spawn(options) {
-    return spawnProcess(machine, cfg, options)
-  }
-
-  const session = {
-    get description() {
-      const lines = [
-        `A Linux machine (kern box ${machine.name}): a Debian-like root filesystem you can write to, ` +
-          `processes run as root; it is gone when the session ends.`,
-        `Working directory: ${base}. Relative paths and relative working directories resolve against it; ` +
-          '`cd` inside a command only affects that command.',
-        'Commands run through /bin/sh -c.',
-      ]
-      for (const [machinePort, e] of ports) {
-        lines.push(`Port ${machinePort} in the machine is reachable from the host at ${e.url}.`)
-      }
-      if (opts.description) lines.push(opts.description)
-      return lines.join('\n')
-    },
-
+  return {
     async readFile(options) {
       const buf = await readBytes(options?.path, options?.abortSignal)
       return buf === null ? null : bytesStream(buf, options.abortSignal)
@@ -341,7 +315,12 @@ function createSandboxSession(machine, opts = {}) {
     async writeTextFile(options) {
       await writeBytes(options?.path, encodeText(options?.content, options?.encoding), options?.abortSignal)
     },
+  }
+}
 
+/** The session's members on entries: stat, listDirectory, deleteFile. */
+function entryMembers(machine, { at }) {
+  return {
     async stat(options) {
       const p = at(options?.path)
       return abortable(options.abortSignal, async () => {
@@ -385,6 +364,41 @@ function createSandboxSession(machine, opts = {}) {
         return true
       })
     },
+  }
+}
+
+/**
+ * @param {import('../../index').Machine} machine
+ * @param {object} [opts]
+ */
+function createSandboxSession(machine, opts = {}) {
+  checkMachine(machine)
+  const cfg = sessionConfig(machine, opts)
+  const { base, maxOutputBytes, timeoutS, cwdOf, envOf } = cfg
+  const ports = new Map()
+
+  async function spawn(options) {
+    return spawnProcess(machine, cfg, options)
+  }
+
+  const session = {
+    get description() {
+      const lines = [
+        `A Linux machine (kern box ${machine.name}): a Debian-like root filesystem you can write to, ` +
+          `processes run as root; it is gone when the session ends.`,
+        `Working directory: ${base}. Relative paths and relative working directories resolve against it; ` +
+          '`cd` inside a command only affects that command.',
+        'Commands run through /bin/sh -c.',
+      ]
+      for (const [machinePort, e] of ports) {
+        lines.push(`Port ${machinePort} in the machine is reachable from the host at ${e.url}.`)
+      }
+      if (opts.description) lines.push(opts.description)
+      return lines.join('\n')
+    },
+
+    ...fileMembers(machine, cfg),
+    ...entryMembers(machine, cfg),
 
     spawn,
 
