@@ -244,12 +244,13 @@ impl Server {
         stop: &Cancel,
     ) -> Result<()> {
         let ready = tokio::select! {
-            r = tokio::time::timeout(startup, self.frames.next()) => r,
-            _ = stop.fired() => {
-                self.boxed.tear_down().await;
-                let why = "the sandbox was closed while the kernel was starting";
-                return Err(Error::Closed(why.into()));
-            }
+            r = tokio::time::timeout(startup, self.frames.next()) => Some(r),
+            _ = stop.fired() => None,
+        };
+        let Some(ready) = ready else {
+            self.boxed.tear_down().await;
+            let why = "the sandbox was closed while the kernel was starting";
+            return Err(Error::Closed(why.into()));
         };
         match ready {
             Ok(Ok(Some((protocol::READY, _)))) => {
