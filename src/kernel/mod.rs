@@ -7,6 +7,9 @@
 //! `maxOutputBytes`, a protocol violation or the box's death tears the kernel down; an abort
 //! interrupts the cell (KeyboardInterrupt) and tears down only a cell that does not stop within
 //! a grace.
+//!
+//! Here is the handle the binding holds ([`Kernel`]); the serving task is `serve`, and finding the
+//! driver among the host's processes (to interrupt it) is `discover`.
 
 mod discover;
 pub mod host;
@@ -152,7 +155,8 @@ impl Kernel {
     }
 
     /// Queues a cell (synchronously, so cells run in call order); `reply` gets its outcome, or
-    /// the SandboxError of a closed kernel. An idle kernel gets the cell at once, written from here.
+    /// the SandboxError of a closed kernel. An idle kernel gets the cell at once, written from
+    /// here.
     pub fn submit(&self, code: &str, opts: CellOptions, reply: ReplyFn) {
         let reply = Reply(Some(reply));
         let frame = protocol::encode(protocol::CELL, code.as_bytes());
