@@ -248,7 +248,7 @@ impl NativeMachine {
         let p = self.inner.process(pid)?;
         promise(env, async move {
             let exit = p.exited().await;
-            Ok(NativeResult::from(p.outcome(&exit)))
+            p.result(&exit).map(NativeResult::from)
         })
     }
 

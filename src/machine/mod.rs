@@ -72,6 +72,9 @@ pub struct Machine {
     pub name: String,
     /// kern's pid for the box: its processes are below it on the host.
     pub kern_pid: i32,
+    /// The agent's host pid, to end a box whose agent does not answer (kern cannot stop a box
+    /// started with -it by name).
+    agent_pid: Option<i32>,
     pub workdir: String,
     conn: SharedConn,
     table: SharedTable,
@@ -82,6 +85,7 @@ pub struct Machine {
     boxed: tokio::sync::Mutex<Option<(Resident, tokio::net::unix::pipe::Sender)>>,
     ctl_dir: PathBuf,
     alive: Arc<AtomicBool>,
+    closing: Arc<AtomicBool>,
     /// Fired on close: port listeners and relays stop.
     stop: Arc<Cancel>,
     cpu_sample: Mutex<Option<(Instant, u64)>>,
@@ -140,9 +144,13 @@ impl Machine {
         }
         let conn: SharedConn = Arc::new(Conn::new(wr));
         let kern_pid = boxed.pgid;
+        let agent_pid = crate::lifecycle::procfs::find_descendant(kern_pid, |c| {
+            c.split(|b| *b == 0).next() == Some(AGENT_IN_BOX.as_bytes())
+        });
         let m = Arc::new(Machine {
             name: l.name,
             kern_pid,
+            agent_pid,
             workdir: l.workdir,
             conn: conn.clone(),
             table: Default::default(),
@@ -152,6 +160,7 @@ impl Machine {
             boxed: tokio::sync::Mutex::new(Some((boxed, stdin))),
             ctl_dir: l.ctl_dir,
             alive: Arc::new(AtomicBool::new(true)),
+            closing: Default::default(),
             stop: Default::default(),
             cpu_sample: Mutex::new(None),
         });
@@ -162,6 +171,7 @@ impl Machine {
             streams: m.streams.clone(),
             watches: m.watches.clone(),
             alive: m.alive.clone(),
+            closing: m.closing.clone(),
             stderr,
         });
         Ok(m)
@@ -248,7 +258,8 @@ impl Machine {
             Some(StopReason::Closed) => Err(Error::Closed(
                 "the sandbox was closed while the command ran".into(),
             )),
-            None => Ok(p.outcome(&exit)),
+            None if exit.died.is_none() && !self.alive() => Err(self.conn.gone_error()),
+            None => p.result(&exit),
         }
     }
 
@@ -451,6 +462,7 @@ impl Machine {
         let Some((mut boxed, stdin)) = self.boxed.lock().await.take() else {
             return;
         };
+        self.closing.store(true, Ordering::Release);
         self.stop.fire(StopReason::Closed);
         if self.alive() {
             let bye = self.conn.request("shutdown", json!({}), &[]);
@@ -458,6 +470,18 @@ impl Machine {
         }
         drop(stdin);
         if boxed.exited_within(CLOSE_GRACE).await.is_none() {
+            // The agent is PID 1: when it goes, the kernel ends everything in the box.
+            // Checked again first: a pid may have been reused since.
+            let still = |pid: &i32| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| c.starts_with(AGENT_IN_BOX.as_bytes()))
+            };
+            if let Some(pid) = self.agent_pid.filter(still) {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
             boxed.tear_down().await;
         }
         self.alive.store(false, Ordering::Release);
@@ -465,7 +489,7 @@ impl Machine {
         self.table
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .machine_gone();
+            .machine_gone(None);
         let _ = std::fs::remove_dir_all(&self.ctl_dir);
     }
 }

@@ -23,6 +23,8 @@ pub struct Exit {
     pub code: i32,
     pub at: Instant,
     pub fault: Option<Fault>,
+    /// The machine died under the process (not closed): why, for the calls still waiting.
+    pub died: Option<String>,
 }
 
 /// Output as it arrives, for a host-side consumer (a kernel's relay): the fd and the bytes.
@@ -157,7 +159,7 @@ impl Proc {
     }
 
     /// Records the exit (once) and delivers the subscribers' pending output in the background.
-    pub fn finish(self: &Arc<Self>, code: i32, fault: Option<Fault>) {
+    pub fn finish(self: &Arc<Self>, code: i32, fault: Option<Fault>, died: Option<String>) {
         let first = self.exit.send_if_modified(|e| {
             if e.is_some() {
                 return false;
@@ -166,6 +168,7 @@ impl Proc {
                 code,
                 at: Instant::now(),
                 fault,
+                died,
             });
             true
         });
@@ -197,10 +200,21 @@ impl Proc {
                 code: -1,
                 at: Instant::now(),
                 fault: None,
+                died: None,
             });
         let mut d = self.delivered.subscribe();
         let _ = d.wait_for(|v| *v).await;
         exit
+    }
+
+    /// The process's result once it exited; an error if the machine died under it.
+    pub fn result(&self, exit: &Exit) -> crate::errors::Result<Outcome> {
+        match &exit.died {
+            Some(why) => Err(crate::errors::Error::MachineGone(format!(
+                "the machine is gone: {why}"
+            ))),
+            None => Ok(self.outcome(exit)),
+        }
     }
 
     /// The process's result so far (its exit must have been recorded).
@@ -277,7 +291,7 @@ impl Table {
             return;
         };
         let fault = crate::lifecycle::fault::classify_process(code, p.timed_out());
-        p.finish(code, fault);
+        p.finish(code, fault, None);
         self.exited.push_back(pid);
         while self.exited.len() > EXITED_KEPT {
             if let Some(old) = self.exited.pop_front() {
@@ -302,10 +316,12 @@ impl Table {
         v
     }
 
-    /// The machine is gone: every process still running ends with it.
-    pub fn machine_gone(&mut self) {
+    /// The machine is gone: every process still running ends with it. `died`: it was not
+    /// closed but died, and why (exec and wait then reject with it).
+    pub fn machine_gone(&mut self, died: Option<&str>) {
         for p in self.running() {
-            p.finish(-1, Some(crate::lifecycle::fault::machine_gone()));
+            let fault = Some(crate::lifecycle::fault::machine_gone());
+            p.finish(-1, fault, died.map(str::to_string));
         }
         self.early.clear();
         self.early_bytes = 0;

@@ -59,6 +59,8 @@ pub struct Routes {
     pub streams: Streams,
     pub watches: Watches,
     pub alive: Arc<AtomicBool>,
+    /// Set by close(): the connection's end is then no death.
+    pub closing: Arc<AtomicBool>,
     pub stderr: KernStderr,
 }
 
@@ -78,11 +80,12 @@ pub fn spawn(mut r: Routes) {
             (true, false) => format!("the box ended: {kern}"),
             (false, _) => why,
         };
-        r.conn.fail_all(&why);
+        let closing = r.closing.load(Ordering::Acquire);
+        r.conn.fail_all(if closing { "" } else { &why });
         r.table
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .machine_gone();
+            .machine_gone((!closing).then_some(why.as_str()));
         let streams: Vec<_> = r
             .streams
             .lock()
