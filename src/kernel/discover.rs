@@ -1,39 +1,11 @@
 //! Finding a kernel's driver among the host's processes (`/proc`), to interrupt it with a
 //! signal: it is the one descendant of the box's root whose whole command line is the driver's.
 
-/// The driver's host pid: a descendant of kern whose command line ends with our marker.
+use crate::lifecycle::procfs::find_descendant;
+
+/// The driver's host pid: a descendant of kern whose whole command line is the driver's.
 pub(super) fn find_driver(kern_pid: i32, marker: &str) -> Option<i32> {
-    let mut parent = std::collections::HashMap::new();
-    for e in std::fs::read_dir("/proc").ok()?.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        let ppid = stat
-            .rfind(')')
-            .and_then(|i| stat[i + 1..].split_whitespace().nth(1))
-            .and_then(|p| p.parse::<i32>().ok());
-        if let Some(ppid) = ppid {
-            parent.insert(pid, ppid);
-        }
-    }
-    let descends = |mut pid: i32| {
-        for _ in 0..64 {
-            match parent.get(&pid) {
-                Some(&p) if p == kern_pid => return true,
-                Some(&p) if p > 1 => pid = p,
-                _ => return false,
-            }
-        }
-        false
-    };
-    parent.keys().copied().find(|&pid| {
-        descends(pid)
-            && std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| is_driver_cmdline(&c, marker))
-    })
+    find_descendant(kern_pid, |cmdline| is_driver_cmdline(cmdline, marker))
 }
 
 /// kern's own processes (and the JavaScript driver's sh launcher) carry the marker too: only the
