@@ -10,7 +10,6 @@ use super::{box_name, random_hex, Session, KERNEL_BACKSTOP_S, KERNEL_MAX_STARTUP
 use crate::errors::{Error, Result};
 use crate::lifecycle::argv::{self, MachineBox};
 use crate::machine::{self, Launch, Machine, AGENT_IN_BOX, CTL_IN_BOX};
-use crate::options::Config;
 
 /// A machine gets at least this long to come up (an image unpacked for the first time).
 const MACHINE_MIN_STARTUP_S: f64 = 30.0;
@@ -49,17 +48,7 @@ impl Session {
             ctl: &ctl,
             ctl_at: CTL_IN_BOX,
         });
-        // A machine's own image replaces the session's for its box only.
-        let args = match image {
-            Some(image) => argv::box_argv(
-                &Config {
-                    image,
-                    ..self.cfg.clone()
-                },
-                &spec,
-            ),
-            None => argv::box_argv(&self.cfg, &spec),
-        };
+        let args = argv::box_argv_with_image(&self.cfg, image, &spec);
         let startup = timeout_s
             .unwrap_or(self.cfg.timeout_s)
             .clamp(MACHINE_MIN_STARTUP_S, KERNEL_MAX_STARTUP_S);

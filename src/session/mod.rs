@@ -354,17 +354,7 @@ impl Session {
         let name = box_name();
         let (marker, command) = self.kernel_command(language, ipython)?;
         let spec = self.box_spec(&opened, &name, &command, false, KERNEL_BACKSTOP_S);
-        // A kernel's own image replaces the session's for this box only.
-        let args = match image {
-            Some(image) => argv::box_argv(
-                &Config {
-                    image,
-                    ..self.cfg.clone()
-                },
-                &spec,
-            ),
-            None => argv::box_argv(&self.cfg, &spec),
-        };
+        let args = argv::box_argv_with_image(&self.cfg, image, &spec);
         // Registered before the box starts, so a close() meanwhile stops the start too.
         let starting = self.calls.register(None);
         let (boxed, pipes) = spawn::start_resident(
