@@ -9,91 +9,51 @@ const { fromNative } = require('../errors.js')
 class SandboxError extends Error {
   constructor(message, options) {
     super(message, options)
-    this.name = 'SandboxError'
+    // Each subclass is named as E2B names it, its own `name` set here once for all of them.
+    this.name = new.target.name
     if (options && options.code) this.code = options.code
   }
 }
 
 /** A deadline passed: a cell's or a command's `timeoutMs`, or the sandbox was killed (or reached
  * the end of its lifetime) while a request was in flight. */
-class TimeoutError extends SandboxError {
-  constructor(message, options) {
-    super(message, options)
-    this.name = 'TimeoutError'
-  }
-}
+class TimeoutError extends SandboxError {}
 
 /** An argument this entry cannot accept (a path outside /home/user, both `context` and
  * `language`, an unsupported language...). */
-class InvalidArgumentError extends SandboxError {
-  constructor(message, options) {
-    super(message, options)
-    this.name = 'InvalidArgumentError'
-  }
-}
+class InvalidArgumentError extends SandboxError {}
 
 /** A file, directory, context, process or sandbox that does not exist. */
-class NotFoundError extends SandboxError {
-  constructor(message, options) {
-    super(message, options)
-    this.name = 'NotFoundError'
-  }
-}
+class NotFoundError extends SandboxError {}
 
 /** A file or directory that does not exist in the sandbox. */
-class FileNotFoundError extends NotFoundError {
-  constructor(message, options) {
-    super(message, options)
-    this.name = 'FileNotFoundError'
-  }
-}
+class FileNotFoundError extends NotFoundError {}
 
 /** A sandbox id no live sandbox of this process has (killed, timed out, or another process's). */
-class SandboxNotFoundError extends NotFoundError {
-  constructor(message, options) {
-    super(message, options)
-    this.name = 'SandboxNotFoundError'
-  }
-}
+class SandboxNotFoundError extends NotFoundError {}
 
 /** The machine's disk (its writable root or the workspace) is full. */
-class NotEnoughSpaceError extends SandboxError {
-  constructor(message, options) {
-    super(message, options)
-    this.name = 'NotEnoughSpaceError'
-  }
-}
+class NotEnoughSpaceError extends SandboxError {}
 
 /** Credentials were refused. As in E2B, not a SandboxError. */
 class AuthenticationError extends Error {
   constructor(message, options) {
     super(message, options)
-    this.name = 'AuthenticationError'
+    this.name = new.target.name
   }
 }
 
 /** A git remote refused the credentials (E2B's class, in its hierarchy). */
-class GitAuthError extends AuthenticationError {
-  constructor(message, options) {
-    super(message, options)
-    this.name = 'GitAuthError'
-  }
-}
+class GitAuthError extends AuthenticationError {}
 
 /** A git push or pull with no upstream branch to go to (E2B's class, in its hierarchy). */
-class GitUpstreamError extends SandboxError {
-  constructor(message, options) {
-    super(message, options)
-    this.name = 'GitUpstreamError'
-  }
-}
+class GitUpstreamError extends SandboxError {}
 
 /** A command that exited non-zero; carries its result, as `commands.run` would have resolved. */
 class CommandExitError extends SandboxError {
   #result
   constructor(result) {
     super(result.error || `exit status ${result.exitCode}`)
-    this.name = 'CommandExitError'
     this.#result = { ...result }
   }
 
