@@ -344,15 +344,7 @@ impl NativeMachine {
         max_bytes: Option<f64>,
     ) -> napi::Result<PromiseRaw<'e, Buffer>> {
         let path = self.inner.path(&path)?;
-        let max = match max_bytes {
-            None => None,
-            Some(n) if n.is_finite() && n >= 0.0 => Some(n as u64),
-            Some(_) => {
-                return Err(
-                    Error::InvalidOption("maxBytes must be a non-negative number".into()).into(),
-                )
-            }
-        };
+        let max = crate::nonnegative_bytes(max_bytes, "maxBytes")?;
         let m = self.inner.clone();
         promise(env, async move {
             let r = m
