@@ -40,6 +40,12 @@ function agentPath() {
   return found
 }
 
+/** Data as a Buffer for the native side, without copying one that already is. */
+function bytesOf(data) {
+  const b = toBytes(data)
+  return Buffer.isBuffer(b) ? b : Buffer.from(b)
+}
+
 /** A command as an argv: a string runs through the image's /bin/sh. */
 function argvOf(command) {
   if (typeof command === 'string') {
@@ -131,7 +137,7 @@ class Process {
   }
 
   async write(data) {
-    await callNative(() => this.#native.write(this.pid, Buffer.from(toBytes(data))))
+    await callNative(() => this.#native.write(this.pid, bytesOf(data)))
   }
 
   async end() {
@@ -196,7 +202,7 @@ class Machine {
       if (typeof opts.stdin !== 'string' && !ArrayBuffer.isView(opts.stdin)) {
         throw coded('ERR_INVALID_OPTION', 'stdin must be a string or a Buffer')
       }
-      native.stdin = Buffer.from(toBytes(opts.stdin))
+      native.stdin = bytesOf(opts.stdin)
     }
     const signal = checkSignal(opts.signal)
     const [out, err] = callbacks(opts, ['onStdout', 'onStderr'])
@@ -254,7 +260,7 @@ class Machine {
     if (mode != null && (!Number.isInteger(mode) || mode < 0)) {
       throw coded('ERR_INVALID_OPTION', 'mode must be a non-negative integer')
     }
-    await callNative(() => this.#native.writeFile(p, Buffer.from(toBytes(data)), mode ?? undefined))
+    await callNative(() => this.#native.writeFile(p, bytesOf(data), mode ?? undefined))
   }
 
   async list(p, opts = {}) {
