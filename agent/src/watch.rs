@@ -220,6 +220,10 @@ fn records(buf: &[u8]) -> Vec<(i32, u32, &[u8])> {
 
 fn read_events(fd: &OwnedFd, inner: &Mutex<Inner>, writer: &Writer) {
     let mut buf = vec![0u8; 64 << 10];
+    // The last write reported, kept across reads: a modify and the close that ends it are one
+    // event even when the kernel hands them over in two reads.
+    let mut last_write: Option<((u32, PathBuf), u64)> = None;
+    let mut reads = 0u64;
     loop {
         // SAFETY: read into the buffer we own, at most its length.
         let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
@@ -231,19 +235,25 @@ fn read_events(fd: &OwnedFd, inner: &Mutex<Inner>, writer: &Writer) {
         }
         writer.wait_room();
         let mut inner = inner.lock().unwrap();
-        // One write per file per burst: a modify and the close that ends it are one event.
-        let mut last_write: Option<(u32, PathBuf)> = None;
+        // Within one read, repeated modifies of a file are one write; across reads only the
+        // closing of a file just reported as written is folded, so a later write still shows.
+        reads += 1;
         for (wd, mask, name) in records(&buf[..n as usize]) {
+            let closing = mask & libc::IN_MODIFY == 0;
             for (wid, kind, path) in inner.translate(wd, mask, name) {
                 let key = (wid, path);
-                if kind == "write" && last_write.as_ref() == Some(&key) {
+                if kind == "write"
+                    && last_write
+                        .as_ref()
+                        .is_some_and(|(k, read)| *k == key && (closing || *read == reads))
+                {
                     continue;
                 }
                 writer.push(
                     json!({"t": "event", "watch": key.0, "type": kind, "path": key.1}),
                     Vec::new(),
                 );
-                last_write = (kind == "write").then_some(key);
+                last_write = (kind == "write").then_some((key, reads));
             }
         }
     }
