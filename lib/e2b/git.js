@@ -19,7 +19,16 @@ const GIT_ENV = { GIT_TERMINAL_PROMPT: '0' }
 const RESET_MODES = ['soft', 'mixed', 'hard', 'merge', 'keep']
 const SCOPES = ['global', 'local', 'system']
 // What git's check-ref-format refuses anywhere in a ref name.
-const REF_BAD = /[\x00-\x20\x7f~^:?*[\\]|\.\.|@\{|\/\/|\/\.|\.lock(\/|$)|^\.|[/.]$/
+// (Control characters, refused too, are checked by word().)
+const REF_BAD = /[ ~^:?*[\\]|\.\.|@\{|\/\/|\/\.|\.lock(\/|$)|^\.|[/.]$/
+
+function hasControl(v) {
+  for (let i = 0; i < v.length; i++) {
+    const c = v.charCodeAt(i)
+    if (c < 0x20 || c === 0x7f) return true
+  }
+  return false
+}
 
 function quote(arg) {
   return `'${arg.replace(/'/g, `'\\''`)}'`
@@ -35,7 +44,7 @@ function text(v, what) {
 /** A value git must not read as an option: a URL, remote name or revision. */
 function word(v, what) {
   text(v, what)
-  if (v.startsWith('-') || /[\x00-\x1f\x7f]/.test(v)) {
+  if (v.startsWith('-') || hasControl(v)) {
     throw new InvalidArgumentError(`${what} ${JSON.stringify(v)} must not start with '-' or contain control characters`)
   }
   return v
