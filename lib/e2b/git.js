@@ -374,6 +374,7 @@ class Git {
     const { branch } = opts
     if (opts.remote != null) word(opts.remote, 'remote')
     if (branch != null) word(branch, 'branch')
+    needPassword(opts.username, opts.password, 'pull') // its argument errors come first, as in E2B
     if (!opts.remote && !branch && !(await this.#hasUpstream(path, opts))) throw upstreamError('pull')
     return this.#exchange('pull', path, opts, (remote) => [
       'pull',
