@@ -333,7 +333,23 @@ test('credentials: GitAuthError without or with wrong ones; with the right ones 
     /Only http\(s\) Git URLs support username\/password credentials/,
   )
 
-  await git.clone(url, { path: 'p2', username: 'alice', password: 's3cret' })
+  // Every command git runs for it, and its environment, are free of the password.
+  const seen = []
+  const run = sbx.commands.run
+  sbx.commands.run = function (cmd, opts) {
+    seen.push(JSON.stringify([cmd, opts?.envs]))
+    return run.call(this, cmd, opts)
+  }
+  try {
+    await git.clone(url, { path: 'p2', username: 'alice', password: 's3cret' })
+  } finally {
+    delete sbx.commands.run
+  }
+  assert.ok(seen.some((c) => c.includes('credential-store')) && seen.some((c) => c.includes('clone')))
+  assert.deepEqual(
+    seen.filter((c) => c.includes('s3cret')),
+    [],
+  )
   assert.equal(await sbx.files.read('p2/a.txt'), 'one\n')
   assert.equal(await git.remoteGet('p2', 'origin'), url, 'no credentials in the remote URL')
   assert.equal(await sh('grep -rl s3cret /tmp /home/user 2>/dev/null || true'), '', 'none left in a file')
