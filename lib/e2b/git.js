@@ -81,7 +81,16 @@ function httpTarget(url) {
   if (u.protocol !== 'http:' && u.protocol !== 'https:') {
     throw new InvalidArgumentError('Only http(s) Git URLs support username/password credentials.')
   }
-  return { protocol: u.protocol.slice(0, -1), host: u.host, path: decodeURIComponent(u.pathname.replace(/^\//, '')) }
+  return { protocol: u.protocol.slice(0, -1), host: u.host, path: decoded(u.pathname.replace(/^\//, '')) }
+}
+
+/** A URL path as git's credential protocol gives it: percent-decoded (as it is when it cannot be). */
+function decoded(p) {
+  try {
+    return decodeURIComponent(p)
+  } catch {
+    return p
+  }
 }
 
 function credentialInput({ protocol, host, path }, username, password) {
@@ -116,7 +125,8 @@ function scopeOf(opts) {
   return { flag: '--local', repo: text(opts.path, 'path') }
 }
 
-function needPassword(username, password, action) {
+/** Checks clone/push/pull credentials as E2B does; true when both are given. */
+function checkCredentials(username, password, action) {
   if (password && !username) {
     throw new InvalidArgumentError(`Username is required when using a password or token for git ${action}.`)
   }
@@ -175,7 +185,7 @@ class Git {
     opts = opts ?? {}
     word(url, 'url')
     const { username, password, branch, depth, path, dangerouslyStoreCredentials } = opts
-    const withCreds = needPassword(username, password, 'clone')
+    const withCreds = checkCredentials(username, password, 'clone')
     const args = ['clone']
     if (branch != null) args.push('--branch', branchName(branch), '--single-branch')
     if (depth != null) {
@@ -341,7 +351,7 @@ class Git {
   /** Runs push or pull (`args(remote)` its arguments), with one-command credentials if given. */
   async #exchange(action, path, opts, args) {
     const { username, password } = opts
-    const withCreds = needPassword(username, password, action)
+    const withCreds = checkCredentials(username, password, action)
     try {
       if (!withCreds) return await this.#git(args(opts.remote), path, opts)
       const remote = await this.#remoteFor(path, opts.remote, opts)
@@ -374,7 +384,7 @@ class Git {
     const { branch } = opts
     if (opts.remote != null) word(opts.remote, 'remote')
     if (branch != null) word(branch, 'branch')
-    needPassword(opts.username, opts.password, 'pull') // its argument errors come first, as in E2B
+    checkCredentials(opts.username, opts.password, 'pull') // its argument errors come first, as in E2B
     if (!opts.remote && !branch && !(await this.#hasUpstream(path, opts))) throw upstreamError('pull')
     return this.#exchange('pull', path, opts, (remote) => [
       'pull',
