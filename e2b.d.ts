@@ -444,6 +444,201 @@ export interface Pty {
   kill(pid: number, opts?: CommandRequestOpts): Promise<boolean>
 }
 
+/** Options of every sandbox.git call: how its git commands run (as for `commands.run`). */
+export interface GitRequestOpts extends CommandRequestOpts {
+  envs?: Record<string, string>
+  /** `user` (the default) or `root`: whose ~/.gitconfig and ~/.git-credentials are used. */
+  user?: string
+  /** Where a relative repository path starts. @default the user's home */
+  cwd?: string
+  /** ms per git command; 0 for none. @default 60_000 */
+  timeoutMs?: number
+}
+
+export interface GitCloneOpts extends GitRequestOpts {
+  /** Where to clone to. @default the directory git names after the URL */
+  path?: string
+  /** Check out this branch only (`--branch X --single-branch`). */
+  branch?: string
+  /** Shallow clone of this many commits. */
+  depth?: number
+  /** HTTP(S) username; with `password`, sent for this clone only (never on a command line). */
+  username?: string
+  password?: string
+  /** Keep `username`/`password` for later fetches and pushes. Here they go to the clone's
+   * `.git/credentials` (plain text, named by its local `credential.helper`), not, as in E2B, into
+   * the remote URL. @default false */
+  dangerouslyStoreCredentials?: boolean
+}
+
+export interface GitInitOpts extends GitRequestOpts {
+  bare?: boolean
+  /** Name of the first branch (`--initial-branch`). */
+  initialBranch?: string
+}
+
+export interface GitRemoteAddOpts extends GitRequestOpts {
+  /** Fetch the remote once added. */
+  fetch?: boolean
+  /** Give an existing remote of that name the new URL instead of failing. */
+  overwrite?: boolean
+}
+
+export interface GitCommitOpts extends GitRequestOpts {
+  /** Author (and committer) for this commit, over the configured `user.name`/`user.email`. */
+  authorName?: string
+  authorEmail?: string
+  allowEmpty?: boolean
+}
+
+export interface GitAddOpts extends GitRequestOpts {
+  /** Paths to stage. @default every change */
+  files?: string[]
+  /** With no `files`: `true` stages every change (`-A`), `false` the current directory's (`.`).
+   * @default true */
+  all?: boolean
+}
+
+export type GitResetMode = 'soft' | 'mixed' | 'hard' | 'merge' | 'keep'
+
+export interface GitResetOpts extends GitRequestOpts {
+  mode?: GitResetMode
+  /** Commit, branch or ref to reset to. @default HEAD */
+  target?: string
+  paths?: string[]
+}
+
+export interface GitRestoreOpts extends GitRequestOpts {
+  /** Paths to restore (`['.']` for all). */
+  paths: string[]
+  /** Restore the index (unstage). Alone, only the index. */
+  staged?: boolean
+  /** Restore the working tree. @default true unless only `staged` is given */
+  worktree?: boolean
+  /** Restore from this commit, branch or ref. */
+  source?: string
+}
+
+export interface GitDeleteBranchOpts extends GitRequestOpts {
+  /** `-D`: delete even if not merged. */
+  force?: boolean
+}
+
+export interface GitPushOpts extends GitRequestOpts {
+  remote?: string
+  branch?: string
+  /** With `remote`, track the pushed branch (`--set-upstream`). @default true */
+  setUpstream?: boolean
+  /** HTTP(S) credentials for this push only (never on a command line, never stored). */
+  username?: string
+  password?: string
+}
+
+export interface GitPullOpts extends GitRequestOpts {
+  remote?: string
+  branch?: string
+  /** HTTP(S) credentials for this pull only (never on a command line, never stored). */
+  username?: string
+  password?: string
+}
+
+export type GitConfigScope = 'global' | 'local' | 'system'
+
+export interface GitConfigOpts extends GitRequestOpts {
+  /** @default 'global' (the user's ~/.gitconfig) */
+  scope?: GitConfigScope
+  /** The repository, for `scope: 'local'`. */
+  path?: string
+}
+
+export interface GitDangerouslyAuthenticateOpts extends GitRequestOpts {
+  username: string
+  password: string
+  /** @default 'github.com' */
+  host?: string
+  /** @default 'https' */
+  protocol?: string
+}
+
+export type GitStatusLabel =
+  'conflict' | 'renamed' | 'copied' | 'deleted' | 'added' | 'modified' | 'typechange' | 'untracked' | 'unknown'
+
+/** One changed path of `status()`. */
+export interface GitFileStatus {
+  /** Path from the repository root (the new one for a rename). */
+  name: string
+  status: GitStatusLabel
+  /** Porcelain X (index) and Y (working tree) letters. */
+  indexStatus: string
+  workingTreeStatus: string
+  /** Whether the index holds a change of it. */
+  staged: boolean
+  renamedFrom?: string
+}
+
+export interface GitStatus {
+  currentBranch?: string
+  /** Such as `origin/main`. */
+  upstream?: string
+  ahead: number
+  behind: number
+  detached: boolean
+  fileStatus: GitFileStatus[]
+  isClean: boolean
+  hasChanges: boolean
+  hasStaged: boolean
+  hasUntracked: boolean
+  hasConflicts: boolean
+  totalCount: number
+  stagedCount: number
+  /** Changed paths not staged, untracked ones included (as E2B counts). */
+  unstagedCount: number
+  untrackedCount: number
+  conflictCount: number
+}
+
+export interface GitBranches {
+  /** Local branches. */
+  branches: string[]
+  /** undefined on a detached HEAD. */
+  currentBranch?: string
+}
+
+/** sandbox.git: git commands in the sandbox's machine, through `commands.run` (results are its
+ * CommandResult; a failing git rejects with CommandExitError). A path is the repository's, relative
+ * to `opts.cwd` or the user's home. Credentials never appear on a command line: see docs/e2b.md. */
+export interface Git {
+  /** GitAuthError when the remote wants credentials it did not get or refused them. */
+  clone(url: string, opts?: GitCloneOpts): Promise<CommandResult>
+  init(path: string, opts?: GitInitOpts): Promise<CommandResult>
+  remoteAdd(path: string, name: string, url: string, opts?: GitRemoteAddOpts): Promise<CommandResult>
+  /** undefined when the repository has no such remote. */
+  remoteGet(path: string, name: string, opts?: GitRequestOpts): Promise<string | undefined>
+  status(path: string, opts?: GitRequestOpts): Promise<GitStatus>
+  branches(path: string, opts?: GitRequestOpts): Promise<GitBranches>
+  /** Creates the branch at HEAD and checks it out. */
+  createBranch(path: string, branch: string, opts?: GitRequestOpts): Promise<CommandResult>
+  checkoutBranch(path: string, branch: string, opts?: GitRequestOpts): Promise<CommandResult>
+  deleteBranch(path: string, branch: string, opts?: GitDeleteBranchOpts): Promise<CommandResult>
+  add(path: string, opts?: GitAddOpts): Promise<CommandResult>
+  commit(path: string, message: string, opts?: GitCommitOpts): Promise<CommandResult>
+  reset(path: string, opts?: GitResetOpts): Promise<CommandResult>
+  restore(path: string, opts: GitRestoreOpts): Promise<CommandResult>
+  /** GitUpstreamError when the branch has no upstream and no remote is given; GitAuthError for
+   * refused credentials. */
+  push(path: string, opts?: GitPushOpts): Promise<CommandResult>
+  /** GitUpstreamError when the branch has no upstream and neither remote nor branch is given. */
+  pull(path: string, opts?: GitPullOpts): Promise<CommandResult>
+  setConfig(key: string, value: string, opts?: GitConfigOpts): Promise<CommandResult>
+  /** undefined when the key is not set in that scope. */
+  getConfig(key: string, opts?: GitConfigOpts): Promise<string | undefined>
+  /** Stores the credentials for `protocol://host` in the user's ~/.git-credentials (plain text)
+   * and makes `store` the global credential helper, as E2B does. */
+  dangerouslyAuthenticate(opts: GitDangerouslyAuthenticateOpts): Promise<CommandResult>
+  /** Sets user.name and user.email (global scope by default). */
+  configureUser(name: string, email: string, opts?: GitConfigOpts): Promise<CommandResult>
+}
+
 /** E2B's sandbox, local: one machine (a persistent kern box) whose processes, /tmp, loopback and
  * files its commands, PTYs, file calls and code contexts share; the workspace at /home/user. */
 export class Sandbox {
@@ -455,6 +650,7 @@ export class Sandbox {
   readonly files: Filesystem
   readonly commands: Commands
   readonly pty: Pty
+  readonly git: Git
   static create(opts?: SandboxOpts): Promise<Sandbox>
   static create(template: string, opts?: SandboxOpts): Promise<Sandbox>
   /** The live sandbox of this process with that id; SandboxNotFoundError when there is none. */
@@ -506,9 +702,9 @@ export class FileNotFoundError extends NotFoundError {}
 export class SandboxNotFoundError extends NotFoundError {}
 /** Credentials refused (not a SandboxError, as in E2B). */
 export class AuthenticationError extends Error {}
-/** E2B's git credentials error (its git module is not provided here: see docs/e2b.md). */
+/** A git remote wanted credentials it did not get, or refused them (clone, push, pull). */
 export class GitAuthError extends AuthenticationError {}
-/** E2B's git missing-upstream error (its git module is not provided here: see docs/e2b.md). */
+/** A git push or pull had no upstream branch to go to and none was named. */
 export class GitUpstreamError extends SandboxError {}
 /** A command exited non-zero. */
 export class CommandExitError extends SandboxError implements CommandResult {

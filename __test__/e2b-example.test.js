@@ -1,6 +1,7 @@
 'use strict'
 // examples/e2b-coding-agent.js runs offline, as a user runs it: an E2B coding-agent loop (files,
-// tests, a fix, a background dev server reached through getHost, a cell and a command reaching it).
+// tests, a fix committed with sandbox.git, a background dev server reached through getHost, a cell
+// and a command reaching it).
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
@@ -27,6 +28,8 @@ test('examples/e2b-coding-agent.js runs the loop end to end', async () => {
     /files -> app\.py, test_app\.py/,
     /run 1 -> tests fail \(exit 1\): AssertionError: 9 != 12/,
     /run 2 -> tests pass/,
+    /git status -> modified app\.py\n/,
+    /git log -> Fix total\(\): sum every price \| Add the app and its tests/,
     /preview http:\/\/127\.0\.0\.1:\d+\/ -> \{"total": 12\}/,
     /in-sandbox request -> \{"total": 12\}/,
     /cell -> 24/,

@@ -4,8 +4,9 @@
 //   + const { Sandbox } = require('kern-sandbox/e2b')
 //
 // The "model" here is a fixed script of steps (so it runs offline): write a small web app and its
-// tests, run the tests, fix the bug they find, start the app as a background dev server, and reach
-// it from the host through getHost(), as an agent would show a user a preview.
+// tests, put them under git, run the tests, fix the bug they find and commit the fix, start the app
+// as a background dev server, and reach it from the host through getHost(), as an agent would show
+// a user a preview.
 //
 //   node examples/e2b-coding-agent.js
 'use strict'
@@ -65,11 +66,24 @@ async function main() {
     const names = (await sbx.files.list('/home/user/project')).map((e) => e.name)
     console.log(`files -> ${names.join(', ')}`)
 
-    // 2. Run the tests; read the failure; fix the code; run them again.
+    // 1b. Put the project under git: the agent's starting point, to diff and commit against.
+    await sbx.files.write('/home/user/project/.gitignore', '__pycache__/\n')
+    await sbx.git.init('/home/user/project', { initialBranch: 'main' })
+    await sbx.git.configureUser('Coding Agent', 'agent@example.com')
+    await sbx.git.add('/home/user/project')
+    await sbx.git.commit('/home/user/project', 'Add the app and its tests')
+
+    // 2. Run the tests; read the failure; fix the code; run them again; commit the fix.
     console.log(`run 1 -> ${await runTests(sbx)}`)
     const src = await sbx.files.read('/home/user/project/app.py')
     await sbx.files.write('/home/user/project/app.py', src.replace('sum(prices[1:])', 'sum(prices)'))
     console.log(`run 2 -> ${await runTests(sbx)}`)
+    const status = await sbx.git.status('/home/user/project')
+    console.log(`git status -> ${status.fileStatus.map((f) => `${f.status} ${f.name}`).join(', ')}`)
+    await sbx.git.add('/home/user/project', { files: ['app.py'] })
+    await sbx.git.commit('/home/user/project', 'Fix total(): sum every price')
+    const log = await sbx.commands.run('git log --format=%s', { cwd: '/home/user/project' })
+    console.log(`git log -> ${log.stdout.trim().split('\n').join(' | ')}`)
 
     // 3. Start the dev server in the background and wait until it answers.
     const server = await sbx.commands.run('python3 app.py 8000', {

@@ -70,10 +70,11 @@ for (const [name, d] of declared) {
   })
 }
 
-test('sandbox.files and sandbox.commands have exactly the declared methods', () => {
+test('sandbox.files, sandbox.commands and sandbox.git have exactly the declared methods', () => {
   for (const [iface, obj] of [
     ['Filesystem', sbx.files],
     ['Commands', sbx.commands],
+    ['Git', sbx.git],
   ]) {
     const methods = Reflect.ownKeys(Object.getPrototypeOf(obj)).filter((k) => k !== 'constructor')
     assert.deepEqual(methods.sort(), [...new Set(declaredInterface(source, iface))].sort(), iface)
@@ -106,11 +107,10 @@ test('sandbox.pty, a CommandHandle, a WatchHandle and Sandbox.list() have exactl
 })
 
 // E2B's own declarations (the `e2b` package, a dev dependency): each public member of its Sandbox
-// and of its files, commands, pty and handles is here, or listed below as not provided (and said so
+// and of its files, commands, pty, git and handles is here, or listed below as not provided (and said so
 // in docs/e2b.md). A member E2B adds fails this test until it is implemented or listed.
 const E2B_NOT_HERE = {
   Sandbox: [
-    'git',
     'trafficAccessToken',
     'updateNetwork',
     'pause',
@@ -136,7 +136,7 @@ function e2bMembers(e2bSource, name) {
     .map((m) => m.name.getText())
 }
 
-test("E2B's declared API: every public member of its Sandbox, files, commands, pty and handles is here or listed as not provided", async () => {
+test("E2B's declared API: every public member of its Sandbox, files, commands, pty, git and handles is here or listed as not provided", async () => {
   const e2bPath = require.resolve('e2b').replace(/index\.js$/, 'index.d.ts')
   const e2bSource = ts.createSourceFile(e2bPath, fs.readFileSync(e2bPath, 'utf8'), ts.ScriptTarget.Latest, true)
   const h = await sbx.commands.run('true', { background: true })
@@ -147,6 +147,7 @@ test("E2B's declared API: every public member of its Sandbox, files, commands, p
     Commands: sbx.commands,
     Pty: sbx.pty,
     CommandHandle: h,
+    Git: sbx.git,
   }
   for (const [name, obj] of Object.entries(ours)) {
     const missing = e2bMembers(e2bSource, name).filter((k) => !(k in obj) && !(E2B_NOT_HERE[name] ?? []).includes(k))

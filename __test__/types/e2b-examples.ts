@@ -3,6 +3,10 @@
 import {
   Sandbox,
   CommandExitError,
+  GitAuthError,
+  GitUpstreamError,
+  type GitStatus,
+  type GitBranches,
   TimeoutError,
   NotFoundError,
   InvalidArgumentError,
@@ -131,4 +135,32 @@ export async function devServer(): Promise<string> {
   await server.kill()
   const killed: boolean = await sbx.kill()
   return `${url} ${procs.length} ${r.stdout} ${links.length} ${m.cpuUsedPct} ${infos.length} ${killed}`
+}
+
+// E2B's git module, as a coding agent uses it: a repository, a commit, a branch, a push.
+export async function gitFlow(): Promise<string> {
+  const sbx = await Sandbox.create()
+  await sbx.git.init('/tmp/origin.git', { bare: true, initialBranch: 'main' })
+  await sbx.git.clone('file:///tmp/origin.git', { path: 'repo', depth: 1 })
+  await sbx.git.configureUser('Agent', 'agent@example.com')
+  await sbx.files.write('repo/fix.py', 'print(1)\n')
+  await sbx.git.add('repo', { files: ['fix.py'] })
+  const c: CommandResult = await sbx.git.commit('repo', 'fix', { authorName: 'A', allowEmpty: false })
+  const s: GitStatus = await sbx.git.status('repo')
+  const b: GitBranches = await sbx.git.branches('repo')
+  await sbx.git.createBranch('repo', 'feature')
+  await sbx.git.restore('repo', { paths: ['.'], staged: true })
+  await sbx.git.reset('repo', { mode: 'hard', target: 'HEAD' })
+  const url: string | undefined = await sbx.git.remoteGet('repo', 'origin')
+  const name: string | undefined = await sbx.git.getConfig('user.name', { scope: 'global' })
+  try {
+    await sbx.git.push('repo', { remote: 'origin', branch: 'feature', setUpstream: true })
+    await sbx.git.pull('repo')
+  } catch (e) {
+    if (e instanceof GitUpstreamError || e instanceof GitAuthError) void e.message
+  }
+  await sbx.git.dangerouslyAuthenticate({ username: 'u', password: 'p', host: 'git.example.com' })
+  await sbx.kill()
+  const first = s.fileStatus[0]
+  return `${c.exitCode} ${s.ahead} ${first ? first.status : ''} ${b.currentBranch} ${url} ${name}`
 }
