@@ -149,6 +149,16 @@ impl Session {
             .map(|o| o.ws.path().to_path_buf())
     }
 
+    /// Boxes started ahead that a call could take right now.
+    pub fn ready_boxes(&self) -> usize {
+        self.state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .and_then(|o| o.pool.as_ref())
+            .map_or(0, |p| p.ready_count())
+    }
+
     pub async fn open(self: &Arc<Self>, sinks: CallOptions) -> Result<()> {
         let _g = self.lifecycle.lock().await;
         if self.is_open() {

@@ -35,27 +35,13 @@ const GO: &[u8] = b"KERN-SANDBOX-GO\n";
 
 /// The exec waiter. PWD is dropped before the exec unless kern gave it (dash exports one of its
 /// own), and stdin becomes /dev/null as a cold box's is. A command that is not there is answered
-/// NO so that the call's own box reports it the way kern does.
-const SH_WAITER: &str = r#"nopwd=
-grep -qz '^PWD=' /proc/$$/environ 2>/dev/null || nopwd=1
-printf 'KERN-SANDBOX-READY\n'
-IFS= read -r line || exit 0
-nl='
-'
-eval "set -- $line"
-found=
-case $1 in
-*/*) [ -f "$1" ] && [ -x "$1" ] && found=1 ;;
-*) IFS=:
-   for d in $PATH; do [ -f "${d:-.}/$1" ] && [ -x "${d:-.}/$1" ] && { found=1; break; }; done
-   unset IFS ;;
-esac
-[ -n "$found" ] || { printf 'KERN-SANDBOX-NO\n'; exit 0; }
-[ -n "$nopwd" ] && unset PWD
-exec </dev/null
-printf 'KERN-SANDBOX-GO\n'
-exec "$@"
-"#;
+/// NO so that the call's own box reports it the way kern does. One line, as `kern ps` shows it.
+const SH_WAITER: &str = "nopwd=; grep -qz '^PWD=' /proc/$$/environ 2>/dev/null || nopwd=1; \
+nl=$(printf '\\nx'); nl=${nl%x}; printf 'KERN-SANDBOX-READY\\n'; IFS= read -r line || exit 0; \
+eval \"set -- $line\"; found=; case $1 in */*) [ -f \"$1\" ] && [ -x \"$1\" ] && found=1 ;; \
+*) IFS=:; for d in $PATH; do [ -f \"${d:-.}/$1\" ] && [ -x \"${d:-.}/$1\" ] && { found=1; break; }; \
+done; unset IFS ;; esac; [ -n \"$found\" ] || { printf 'KERN-SANDBOX-NO\\n'; exit 0; }; \
+[ -n \"$nopwd\" ] && unset PWD; exec </dev/null; printf 'KERN-SANDBOX-GO\\n'; exec \"$@\"";
 
 /// The Python waiter's part: run between the runner's definitions and its `_run()`. The request
 /// is the runner's path; the interpreter is then set up as `python3 <runner>` would have it.
@@ -400,6 +386,13 @@ impl Pool {
             }
             notified.await;
         }
+    }
+}
+
+impl Pool {
+    /// Boxes ready right now.
+    pub fn ready_count(&self) -> usize {
+        self.state().ready.len()
     }
 }
 
