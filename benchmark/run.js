@@ -1153,14 +1153,17 @@ async function prewarmRow() {
     )
     cost[kind] = res
   }
-  const med = (k) => median(acc[k].samples)
+  for (const a of Object.values(acc)) {
+    a.median = median(a.samples)
+    delete a.samples
+  }
+  const med = (k) => acc[k].median
   const tot = (k) => median(acc[k].totals)
   const failed = Object.values(acc).reduce((x, a) => x + a.failed, 0)
   const speedup = (c) => (tot(`${c}.pool`) ? tot(`${c}.cold`) / tot(`${c}.pool`) : null)
   const errors = Object.entries(acc)
     .filter(([, a]) => a.errors.length)
     .map(([k, a]) => `${k}: ${a.errors[0].split('\n')[0]}`)
-  for (const a of Object.values(acc)) delete a.samples
   return {
     data: { acc, cost },
     lines: [

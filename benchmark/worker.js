@@ -551,8 +551,9 @@ const modes = {
     const s = await openSandbox({ prewarm: spec.prewarm })
     const call = () => (spec.code != null ? s.runCode(spec.code) : s.run(spec.command))
     const pause = (ms) => new Promise((r) => setTimeout(r, ms))
+    // A full pool: no box is starting beside the timed call.
     const readyBox = async () => {
-      while (spec.prewarm && s.readyBoxes < 1) await pause(2)
+      while (spec.prewarm && s.readyBoxes < spec.prewarm) await pause(2)
     }
     let failed = 0
     for (let i = 0; i < spec.warmup; i++) if (!ok(await call())) failed++

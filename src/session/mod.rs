@@ -564,9 +564,7 @@ impl Session {
                     },
                     _ => Request::Exec(command),
                 };
-                let got = pool.take(&pool::key(&args), timeout_s, &req).await;
-                self.refill(opened, pool);
-                got
+                pool.take(&pool::key(&args), timeout_s, &req).await
             }
             _ => None,
         };
@@ -577,19 +575,34 @@ impl Session {
             on_stderr,
             cancel,
         };
-        if let Some(booted) = ready {
-            return Ok(spawn::supervise(booted, watch, std::time::Instant::now()).await);
+        let run = match ready {
+            Some(booted) => Ok(spawn::supervise(booted, watch, std::time::Instant::now()).await),
+            None => self.run_cold(&name, args, watch).await,
+        };
+        // Refilled once the call is done: a box starting beside it would take CPU from it.
+        if let (Some(pool), Use::Exec | Use::Python) = (&opened.pool, usage) {
+            self.refill(opened, pool);
         }
+        run
+    }
+
+    /// A call's box started now.
+    async fn run_cold(
+        &self,
+        name: &str,
+        args: Vec<std::ffi::OsString>,
+        watch: Watch<'_>,
+    ) -> Result<BoxRun> {
         spawn::run_box(Launch {
             kern: &self.cfg.kern,
-            name: &name,
+            name,
             args,
             enforce_limits: self.cfg.enforce_limits,
             cap: watch.cap,
             timeout: watch.timeout,
             on_stdout: watch.on_stdout,
             on_stderr: watch.on_stderr,
-            cancel,
+            cancel: watch.cancel,
             env_id: self.env_id,
         })
         .await

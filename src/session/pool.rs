@@ -24,6 +24,9 @@ pub const MAX: u32 = 16;
 pub const IDLE: Duration = Duration::from_secs(60);
 /// How long a waiter gets to come up; a box not ready by then is stopped.
 const BOOT_BUDGET: Duration = Duration::from_secs(30);
+/// Starts of one kind that failed in a row before the session stops trying that kind (an image
+/// without python3, a kern that cannot start boxes).
+const STRIKES: u8 = 3;
 /// How long a waiter gets to answer a request before the call starts a box of its own instead.
 const HANDOVER_BUDGET: Duration = Duration::from_secs(5);
 /// The largest request handed to a waiter (sh reads its line a byte at a time); a call with a
@@ -89,9 +92,9 @@ fn py_waiter() -> &'static str {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     /// sh, exec'ing any argv.
-    Exec,
+    Exec = 0,
     /// python3 with the one-shot runner loaded: Python cells only.
-    Python,
+    Python = 1,
 }
 
 impl Kind {
@@ -200,8 +203,9 @@ struct State {
     closed: bool,
     /// What the session ran last: what new boxes wait for.
     kind: Kind,
-    /// Kinds whose waiter did not come up in this session: not started again.
-    failed: Vec<Kind>,
+    /// Starts that failed in a row, per kind ([`Kind::Exec`], [`Kind::Python`]); at [`STRIKES`]
+    /// that kind is not started again in this session.
+    failed: [u8; 2],
 }
 
 pub struct Pool {
@@ -223,7 +227,7 @@ impl Pool {
                 booting: 0,
                 closed: false,
                 kind: Kind::Exec,
-                failed: Vec::new(),
+                failed: [0; 2],
             }),
             booted: Notify::new(),
             closing: watch::channel(false).0,
@@ -291,7 +295,7 @@ impl Pool {
     pub fn reserve(&self) -> (usize, Kind) {
         let mut st = self.state();
         let have = st.ready.len() + st.booting;
-        if st.closed || st.failed.contains(&st.kind) || have >= self.target {
+        if st.closed || st.failed[st.kind as usize] >= STRIKES || have >= self.target {
             return (0, st.kind);
         }
         let n = self.target - have;
@@ -342,12 +346,13 @@ impl Pool {
         st.booting -= 1;
         match ready {
             Some(r) if !st.closed => {
+                st.failed[kind as usize] = 0;
                 st.ready.push_back(r);
                 let me = Arc::downgrade(self);
                 tokio::spawn(expire_later(me));
             }
             Some(r) => drop(tokio::spawn(r.booted.discard())),
-            None if !st.closed && !st.failed.contains(&kind) => st.failed.push(kind),
+            None if !st.closed => st.failed[kind as usize] += 1,
             None => {}
         }
         drop(st);
@@ -369,6 +374,11 @@ impl Pool {
         }
     }
 
+    /// Boxes ready right now.
+    pub fn ready_count(&self) -> usize {
+        self.state().ready.len()
+    }
+
     /// Stops every ready box and waits for starts in flight to end; none is started after.
     pub async fn close(&self) {
         let ready: Vec<Ready> = {
@@ -386,13 +396,6 @@ impl Pool {
             }
             notified.await;
         }
-    }
-}
-
-impl Pool {
-    /// Boxes ready right now.
-    pub fn ready_count(&self) -> usize {
-        self.state().ready.len()
     }
 }
 
