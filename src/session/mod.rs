@@ -575,13 +575,18 @@ impl Session {
             on_stderr,
             cancel,
         };
+        let hit = ready.is_some();
         let run = match ready {
             Some(booted) => Ok(spawn::supervise(booted, watch, std::time::Instant::now()).await),
             None => self.run_cold(&name, args, watch).await,
         };
-        // Refilled once the call is done: a box starting beside it would take CPU from it.
+        // Refilled once the call is done: a box starting beside it would take CPU from it. A
+        // call that found none while some were starting came faster than they start: more
+        // starts would only compete with the next calls for the CPU.
         if let (Some(pool), Use::Exec | Use::Python) = (&opened.pool, usage) {
-            self.refill(opened, pool);
+            if hit || !pool.starting() {
+                self.refill(opened, pool);
+            }
         }
         run
     }

@@ -374,6 +374,11 @@ impl Pool {
         }
     }
 
+    /// Whether boxes are being started right now.
+    pub fn starting(&self) -> bool {
+        self.state().booting > 0
+    }
+
     /// Boxes ready right now.
     pub fn ready_count(&self) -> usize {
         self.state().ready.len()
