@@ -252,6 +252,7 @@ impl Session {
         drop(self.jobs.write().await);
         if let Some(pool) = opened.as_ref().and_then(|o| o.pool.clone()) {
             pool.close().await;
+            crate::output::trim::trim();
         }
         if let Some(o) = opened {
             let _ = blocking(move || {
