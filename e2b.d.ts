@@ -76,7 +76,9 @@ export class Result {
   readonly javascript?: string
   /** A DataFrame's columns (`to_dict(orient="list")`, timestamps as ISO strings, NaN as null). */
   readonly data?: ResultData
-  /** A matplotlib figure read as data (E2B's chart shape); narrow it on `type`. */
+  /** A matplotlib figure read as data (E2B's chart shape); narrow it on `type`. As in E2B, a chart
+   * without a title has `title: null` at run time (E2B declares `string` and gives null too), and a
+   * pie wedge's `angle` is rounded to 4 decimals. */
   readonly chart?: ChartTypes
   /** The MIME types without a field of their own. */
   readonly extra?: any
@@ -152,36 +154,90 @@ export interface SandboxOpts {
   [option: string]: unknown
 }
 
+/** What `getInfo()` and `Sandbox.list()` give of a sandbox. */
 export interface SandboxInfo {
   sandboxId: string
   /** The image the sandbox runs. */
   templateId: string
-  /** The template name it was created with. */
+  /** The template name it was created with (`code-interpreter-v1` by default). */
   name?: string
   metadata: Record<string, string>
   startedAt: Date
+  /** When its lifetime ends (see `setTimeout`). */
   endAt: Date
+  /** Always `running`: a sandbox here is never paused. */
+  state: 'running' | 'paused'
+  cpuCount: number
+  /** Its memory cap in MiB (the host's memory where none is set). */
+  memoryMB: number
+  /** `kern-sandbox <version>` (E2B gives its in-sandbox daemon's version). */
+  envdVersion: string
+  allowInternetAccess?: boolean
+  sandboxDomain?: string
 }
 
-export type FileType = 'file' | 'dir'
-
-export interface EntryInfo {
-  name: string
-  /** A symlink is a "file" with its `symlinkTarget`. */
-  type: FileType
-  /** Absolute, under /home/user. */
-  path: string
-  size: number
-  mode: number
-  permissions: string
-  modifiedTime: Date
-  symlinkTarget?: string
+/** One sample of the sandbox's resource use (`getMetrics()`). */
+export interface SandboxMetrics {
+  timestamp: Date
+  cpuUsedPct: number
+  cpuCount: number
+  /** Memory the machine uses, bytes. */
+  memUsed: number
+  /** Its memory cap (the host's memory where none is enforced), bytes. */
+  memTotal: number
+  /** Not measured here: 0. */
+  memCache: number
+  /** What the machine wrote to its disk (or the workspace's filesystem use), bytes. */
+  diskUsed: number
+  /** The size of the workspace's filesystem, bytes. */
+  diskTotal: number
 }
 
+export interface SandboxListOpts {
+  /** Sandboxes whose metadata has these entries, and in these states. */
+  query?: { metadata?: Record<string, string>; state?: Array<'running' | 'paused'> }
+  /** Page size. Default: all in one page. */
+  limit?: number
+  [option: string]: unknown
+}
+
+/** `Sandbox.list()`: the live sandboxes of this process, page by page. */
+export interface SandboxPaginator {
+  readonly hasNext: boolean
+  readonly nextToken: string | undefined
+  /** The next page; throws when there is none (check `hasNext`). */
+  nextItems(): Promise<SandboxInfo[]>
+}
+
+/** The type of a filesystem entry. */
+export declare enum FileType {
+  FILE = 'file',
+  DIR = 'dir',
+  SYMLINK = 'symlink',
+}
+
+/** What `write` gives back. */
 export interface WriteInfo {
   name: string
-  type?: FileType
+  type?: FileType | `${FileType}`
+  /** Absolute path in the sandbox. */
   path: string
+  /** The metadata written with it (kept by this process: see docs/e2b.md). */
+  metadata?: Record<string, string>
+}
+
+/** A file or directory in the sandbox. */
+export interface EntryInfo extends WriteInfo {
+  size: number
+  /** Permission bits (e.g. 0o644). */
+  mode: number
+  /** e.g. `-rw-r--r--`, `drwxr-xr-x`, `lrwxrwxrwx`. */
+  permissions: string
+  owner: string
+  group: string
+  modifiedTime?: Date
+  /** For a symlink, where it points (as stored). */
+  symlinkTarget?: string
 }
 
 export interface WriteEntry {
@@ -189,21 +245,96 @@ export interface WriteEntry {
   data: string | ArrayBuffer | ArrayBufferView | Blob | ReadableStream
 }
 
-/** sandbox.files: the workspace, at /home/user. Paths are absolute under it or relative to it. */
+/** Options every file call takes. `user` and `requestTimeoutMs` are accepted and ignored: file
+ * calls run as root, locally. */
+export interface FilesystemRequestOpts {
+  user?: string
+  requestTimeoutMs?: number
+  signal?: AbortSignal
+}
+
+export interface FilesystemWriteOpts extends FilesystemRequestOpts {
+  /** Kept with the file (keys lowercased) and given back by `getInfo`, `list` and `rename`. */
+  metadata?: Record<string, string>
+  gzip?: boolean
+  useOctetStream?: boolean
+}
+
+export interface FilesystemReadOpts extends FilesystemRequestOpts {
+  gzip?: boolean
+  streamIdleTimeoutMs?: number
+}
+
+export interface FilesystemListOpts extends FilesystemRequestOpts {
+  /** Levels below `path` to list, from 1 (the default). */
+  depth?: number
+}
+
+/** What happened to an entry in a watched directory. */
+export declare enum FilesystemEventType {
+  CHMOD = 'chmod',
+  CREATE = 'create',
+  REMOVE = 'remove',
+  RENAME = 'rename',
+  WRITE = 'write',
+}
+
+export interface FilesystemEvent {
+  /** The entry's path relative to the watched directory. */
+  name: string
+  type: FilesystemEventType | `${FilesystemEventType}`
+  /** With `includeEntry`: the entry, when it still exists. */
+  entry?: EntryInfo
+}
+
+export interface WatchOpts extends FilesystemRequestOpts {
+  /** How long the watch lasts, ms; 0 for as long as the sandbox. @default 60_000 */
+  timeoutMs?: number
+  /** Called once when the watch ends: with no error after `stop()` or the sandbox's kill, with a
+   * TimeoutError at `timeoutMs`. */
+  onExit?: (err?: Error) => void | Promise<void>
+  /** Subdirectories too. */
+  recursive?: boolean
+  /** Each event carries the entry's EntryInfo (when it still exists). */
+  includeEntry?: boolean
+  allowNetworkMounts?: boolean
+}
+
+export interface WatchHandle {
+  /** Stops watching; `onExit` is called. */
+  stop(): Promise<void>
+}
+
+/** sandbox.files: the machine's whole filesystem. Absolute paths anywhere in the sandbox, relative
+ * ones from /home/user. */
 export interface Filesystem {
-  read(path: string, opts?: { format?: 'text' }): Promise<string>
-  read(path: string, opts: { format: 'bytes' }): Promise<Uint8Array>
-  read(path: string, opts: { format: 'blob' }): Promise<Blob>
-  read(path: string, opts: { format: 'stream' }): Promise<ReadableStream<Uint8Array>>
-  write(path: string, data: string | ArrayBuffer | ArrayBufferView | Blob | ReadableStream): Promise<WriteInfo>
-  write(files: WriteEntry[]): Promise<WriteInfo[]>
-  list(path: string, opts?: { depth?: number }): Promise<EntryInfo[]>
-  exists(path: string): Promise<boolean>
-  getInfo(path: string): Promise<EntryInfo>
-  remove(path: string): Promise<void>
-  /** False when it already existed. */
-  makeDir(path: string): Promise<boolean>
-  rename(oldPath: string, newPath: string): Promise<EntryInfo>
+  read(path: string, opts?: FilesystemReadOpts & { format?: 'text' }): Promise<string>
+  read(path: string, opts: FilesystemReadOpts & { format: 'bytes' }): Promise<Uint8Array>
+  read(path: string, opts: FilesystemReadOpts & { format: 'blob' }): Promise<Blob>
+  read(path: string, opts: FilesystemReadOpts & { format: 'stream' }): Promise<ReadableStream<Uint8Array>>
+  /** Writes a file, creating its parents. */
+  write(
+    path: string,
+    data: string | ArrayBuffer | ArrayBufferView | Blob | ReadableStream,
+    opts?: FilesystemWriteOpts,
+  ): Promise<WriteInfo>
+  write(files: WriteEntry[], opts?: FilesystemWriteOpts): Promise<WriteInfo[]>
+  writeFiles(files: WriteEntry[], opts?: FilesystemWriteOpts): Promise<WriteInfo[]>
+  /** Entries below `path`, `depth` levels down. `depth` below 1 rejects with InvalidArgumentError. */
+  list(path: string, opts?: FilesystemListOpts): Promise<EntryInfo[]>
+  exists(path: string, opts?: FilesystemRequestOpts): Promise<boolean>
+  /** The entry (a symlink itself); FileNotFoundError when nothing is there. */
+  getInfo(path: string, opts?: FilesystemRequestOpts): Promise<EntryInfo>
+  /** A file, symlink or directory tree; a missing path is fine. */
+  remove(path: string, opts?: FilesystemRequestOpts): Promise<void>
+  /** Creates a directory and its parents; false when it already existed. */
+  makeDir(path: string, opts?: FilesystemRequestOpts): Promise<boolean>
+  rename(oldPath: string, newPath: string, opts?: FilesystemRequestOpts): Promise<EntryInfo>
+  watchDir(
+    path: string,
+    onEvent: (event: FilesystemEvent) => void | Promise<void>,
+    opts?: WatchOpts,
+  ): Promise<WatchHandle>
 }
 
 export interface CommandResult {
@@ -213,47 +344,147 @@ export interface CommandResult {
   error?: string
 }
 
-export interface CommandStartOpts {
-  envs?: Record<string, string>
-  /** Default "/home/user". */
+export interface CommandRequestOpts {
+  /** Accepted and ignored (calls are local). */
+  requestTimeoutMs?: number
+  signal?: AbortSignal
+}
+
+export interface CommandStartOpts extends CommandRequestOpts {
+  /** Resolve at once to a CommandHandle. */
+  background?: boolean
+  /** Working directory; a relative one is from the user's home. @default the user's home */
   cwd?: string
+  /** `user` (the default: uid 1000 where the image and host allow it, else root with HOME
+   * /home/user) or `root` (home /root). */
+  user?: string
+  envs?: Record<string, string>
   onStdout?: (data: string) => void | Promise<void>
   onStderr?: (data: string) => void | Promise<void>
-  /** Default 60000; 0 for none (the sandbox's lifetime bounds it). */
+  /** Keep stdin open for `sendStdin`/`closeStdin`. @default false (stdin at EOF) */
+  stdin?: boolean
+  /** ms; 0 for none. Past it the command is killed and the call (or `wait()`) rejects with
+   * TimeoutError. @default 60_000 */
   timeoutMs?: number
-  requestTimeoutMs?: number
-  /** Not supported here: true rejects. */
-  background?: false
 }
 
-/** sandbox.commands: each command a fresh box on the workspace, run by bash. */
+export interface CommandConnectOpts extends CommandRequestOpts {
+  onStdout?: (data: string) => void | Promise<void>
+  onStderr?: (data: string) => void | Promise<void>
+  timeoutMs?: number
+}
+
+/** A running command or PTY of the sandbox. */
+export interface ProcessInfo {
+  pid: number
+  tag?: string
+  cmd: string
+  args: string[]
+  /** The envs it was started with (empty for processes this sandbox did not start). */
+  envs: Record<string, string>
+  cwd?: string
+}
+
+/** A running command (or PTY): its output so far, its end, stdin and kill. */
+export interface CommandHandle {
+  readonly pid: number
+  /** undefined while it runs. */
+  readonly exitCode: number | undefined
+  readonly error: string | undefined
+  /** What it printed so far; all of it once it ended. Empty for a PTY (its output goes to onData). */
+  readonly stdout: string
+  readonly stderr: string
+  /** Its result once it exits; CommandExitError on a non-zero exit, TimeoutError past its timeoutMs. */
+  wait(): Promise<CommandResult>
+  /** Stops the callbacks; the command runs on (reach it again with `connect`). */
+  disconnect(): Promise<void>
+  /** SIGKILL; false when it had already ended. */
+  kill(): Promise<boolean>
+  sendStdin(data: string | Uint8Array, opts?: CommandRequestOpts): Promise<void>
+  closeStdin(opts?: CommandRequestOpts): Promise<void>
+}
+
+/** sandbox.commands: processes of the sandbox's machine, run by `/bin/bash -l -c` (`/bin/sh -c`
+ * in an image without bash). */
 export interface Commands {
-  run(cmd: string, opts?: CommandStartOpts): Promise<CommandResult>
+  run(cmd: string, opts?: CommandStartOpts & { background?: false }): Promise<CommandResult>
+  run(cmd: string, opts: CommandStartOpts & { background: true }): Promise<CommandHandle>
+  run(cmd: string, opts?: CommandStartOpts): Promise<CommandHandle | CommandResult>
+  /** Running commands and PTYs. */
+  list(opts?: CommandRequestOpts): Promise<ProcessInfo[]>
+  /** SIGKILL; false for a pid that is gone. */
+  kill(pid: number, opts?: CommandRequestOpts): Promise<boolean>
+  sendStdin(pid: number, data: string | Uint8Array, opts?: CommandRequestOpts): Promise<void>
+  closeStdin(pid: number, opts?: CommandRequestOpts): Promise<void>
+  /** A handle on a running command: output from now on. NotFoundError for an unknown pid. */
+  connect(pid: number, opts?: CommandConnectOpts): Promise<CommandHandle>
 }
 
-/** E2B's code-interpreter sandbox, local: one workspace at /home/user, a warm kernel per code
- * context, a fresh box per command, network off unless `allowInternetAccess`. */
+export interface PtyCreateOpts extends CommandRequestOpts {
+  cols: number
+  rows: number
+  onData: (data: Uint8Array) => void | Promise<void>
+  /** ms; 0 for none. @default 60_000 */
+  timeoutMs?: number
+  user?: string
+  envs?: Record<string, string>
+  cwd?: string
+}
+
+/** sandbox.pty: login shells on pseudo-terminals (TERM=xterm-256color). */
+export interface Pty {
+  create(opts: PtyCreateOpts): Promise<CommandHandle>
+  connect(
+    pid: number,
+    opts?: { onData?: (data: Uint8Array) => void | Promise<void>; timeoutMs?: number } & CommandRequestOpts,
+  ): Promise<CommandHandle>
+  sendInput(pid: number, data: Uint8Array, opts?: CommandRequestOpts): Promise<void>
+  resize(pid: number, size: { cols: number; rows: number }, opts?: CommandRequestOpts): Promise<void>
+  /** SIGKILL; false for a pid that is gone. */
+  kill(pid: number, opts?: CommandRequestOpts): Promise<boolean>
+}
+
+/** E2B's sandbox, local: one machine (a persistent kern box) whose processes, /tmp, loopback and
+ * files its commands, PTYs, file calls and code contexts share; the workspace at /home/user. */
 export class Sandbox {
   private constructor()
   readonly sandboxId: string
+  /** `127.0.0.1`: hosts from `getHost()` are on this machine's loopback. */
+  readonly sandboxDomain: string
   readonly metadata: Record<string, string>
   readonly files: Filesystem
   readonly commands: Commands
+  readonly pty: Pty
   static create(opts?: SandboxOpts): Promise<Sandbox>
   static create(template: string, opts?: SandboxOpts): Promise<Sandbox>
-  /** The live sandbox of this process with that id. */
-  static connect(sandboxId: string): Promise<Sandbox>
+  /** The live sandbox of this process with that id; SandboxNotFoundError when there is none. */
+  static connect(sandboxId: string, opts?: Record<string, unknown>): Promise<Sandbox>
   /** Kills the live sandbox of this process with that id; false when there is none. */
-  static kill(sandboxId: string): Promise<boolean>
+  static kill(sandboxId: string, opts?: Record<string, unknown>): Promise<boolean>
+  /** The live sandboxes of this process. */
+  static list(opts?: SandboxListOpts): SandboxPaginator
+  /** Not supported: rejects with a SandboxError that says why (a running
+   * machine cannot be copied with its processes). */
+  static fork(sandboxId: string, opts?: Record<string, unknown>): Promise<Sandbox[]>
+  /** Not supported: rejects with a SandboxError that says why. */
+  fork(opts?: Record<string, unknown>): Promise<Sandbox[]>
+  /** This sandbox (it is connected). */
+  connect(opts?: Record<string, unknown>): Promise<this>
   runCode(code: string, opts?: RunCodeOpts): Promise<Execution>
   createCodeContext(opts?: CreateCodeContextOpts): Promise<Context>
   listCodeContexts(): Promise<Context[]>
   restartCodeContext(context: Context | string): Promise<void>
   removeCodeContext(context: Context | string): Promise<void>
-  setTimeout(timeoutMs: number): Promise<void>
-  isRunning(): Promise<boolean>
-  getInfo(): Promise<SandboxInfo>
-  kill(): Promise<void>
+  /** `127.0.0.1:<host port>` reaching `port` in the sandbox, over plain HTTP/TCP (E2B's hosts are
+   * HTTPS): `http://${sbx.getHost(3000)}`. */
+  getHost(port: number): string
+  /** One sample of the machine's resource use. */
+  getMetrics(opts?: Record<string, unknown>): Promise<SandboxMetrics[]>
+  setTimeout(timeoutMs: number, opts?: Record<string, unknown>): Promise<void>
+  isRunning(opts?: Record<string, unknown>): Promise<boolean>
+  getInfo(opts?: Record<string, unknown>): Promise<SandboxInfo>
+  /** Ends the sandbox (its machine, processes and kernels); true, or false when it had ended. */
+  kill(opts?: Record<string, unknown>): Promise<boolean>
   [Symbol.asyncDispose](): Promise<void>
 }
 
@@ -262,10 +493,23 @@ export class SandboxError extends Error {
    * core: match on it, never on the message. */
   code?: string
 }
-/** A cell's or command's timeoutMs passed, or the sandbox was killed mid-request. */
+/** A cell's, command's or watch's timeoutMs passed, or the sandbox was killed mid-request. */
 export class TimeoutError extends SandboxError {}
 export class InvalidArgumentError extends SandboxError {}
+/** The machine's disk is full. */
+export class NotEnoughSpaceError extends SandboxError {}
+/** Something that does not exist: a context, a process; see its two subclasses. */
 export class NotFoundError extends SandboxError {}
+/** A file or directory that does not exist in the sandbox. */
+export class FileNotFoundError extends NotFoundError {}
+/** A sandbox id no live sandbox of this process has. */
+export class SandboxNotFoundError extends NotFoundError {}
+/** Credentials refused (not a SandboxError, as in E2B). */
+export class AuthenticationError extends Error {}
+/** E2B's git credentials error (its git module is not provided here: see docs/e2b.md). */
+export class GitAuthError extends AuthenticationError {}
+/** E2B's git missing-upstream error (its git module is not provided here: see docs/e2b.md). */
+export class GitUpstreamError extends SandboxError {}
 /** A command exited non-zero. */
 export class CommandExitError extends SandboxError implements CommandResult {
   readonly stdout: string

@@ -1,7 +1,7 @@
 'use strict'
 // kern-sandbox: the JS surface over the native core (lib/native.js loads it). Processes, files and
 // archives are handled natively; lib/ holds what JS does best, a file per concern: errors,
-// options, results, call plumbing (callbacks, AbortSignal), Sandbox and Kernel. Here: the entry's
+// options, results, call plumbing (callbacks, AbortSignal), Sandbox, Kernel and Machine. Here: the entry's
 // exports, withSandbox and the one-shot runCode. The public API is documented once, in index.d.ts.
 
 const pkg = require('./package.json')
@@ -12,6 +12,7 @@ const { Result, ExecutionResult } = require('./lib/results.js')
 const { ChartType, ScaleType } = require('./lib/charts.js')
 const { Sandbox } = require('./lib/sandbox.js')
 const { Kernel } = require('./lib/kernel.js')
+const { Machine } = require('./lib/machine.js')
 const { LANGUAGE_NAMES, resolveLanguage } = require('./lib/languages.js')
 
 async function withSandbox(opts, fn) {
@@ -40,6 +41,7 @@ async function runCode(code, opts = {}) {
 module.exports = {
   Sandbox,
   Kernel,
+  Machine,
   Result,
   withSandbox,
   runCode,

@@ -4,6 +4,7 @@ import kern from './index.js'
 export const {
   Sandbox,
   Kernel,
+  Machine,
   Result,
   withSandbox,
   runCode,

@@ -21,24 +21,53 @@ test.after(async () => {
 
 test("the entry exports E2B's classes, its errors in E2B's hierarchy", () => {
   assert.deepEqual(Object.keys(e2b).sort(), [
+    'AuthenticationError',
     'ChartType',
     'CommandExitError',
     'Execution',
     'ExecutionError',
+    'FileNotFoundError',
+    'FileType',
+    'FilesystemEventType',
+    'GitAuthError',
+    'GitUpstreamError',
     'InvalidArgumentError',
+    'NotEnoughSpaceError',
     'NotFoundError',
     'OutputMessage',
     'Result',
     'Sandbox',
     'SandboxError',
+    'SandboxNotFoundError',
     'ScaleType',
     'TimeoutError',
   ])
   assert.equal(e2b.ChartType, kern.ChartType)
   assert.equal(e2b.ChartType.LINE, 'line')
-  for (const E of [TimeoutError, InvalidArgumentError, NotFoundError, CommandExitError]) {
+  for (const E of [
+    TimeoutError,
+    InvalidArgumentError,
+    NotFoundError,
+    CommandExitError,
+    e2b.NotEnoughSpaceError,
+    e2b.GitUpstreamError,
+  ]) {
     assert.ok(E.prototype instanceof SandboxError, E.name)
   }
+  // As in E2B: the two not-founds under NotFoundError; authentication errors are no SandboxError.
+  assert.ok(e2b.FileNotFoundError.prototype instanceof NotFoundError)
+  assert.ok(e2b.SandboxNotFoundError.prototype instanceof NotFoundError)
+  assert.ok(e2b.GitAuthError.prototype instanceof e2b.AuthenticationError)
+  assert.ok(!(e2b.AuthenticationError.prototype instanceof SandboxError))
+  assert.equal(new e2b.FileNotFoundError('x').name, 'FileNotFoundError')
+  assert.deepEqual(e2b.FileType, { FILE: 'file', DIR: 'dir', SYMLINK: 'symlink' })
+  assert.deepEqual(e2b.FilesystemEventType, {
+    CHMOD: 'chmod',
+    CREATE: 'create',
+    REMOVE: 'remove',
+    RENAME: 'rename',
+    WRITE: 'write',
+  })
   assert.ok(SandboxError.prototype instanceof Error)
   assert.equal(new TimeoutError('x').name, 'TimeoutError')
   const c = new CommandExitError({ stdout: 'o', stderr: 'e', exitCode: 2, error: 'exit status 2' })
@@ -338,7 +367,7 @@ test('setTimeout() sets the lifetime; at its end the sandbox is killed', async (
   await new Promise((r) => setTimeout(r, 600))
   assert.equal(await s.isRunning(), false)
   await assert.rejects(s.runCode('1'), (e) => e instanceof SandboxError && /killed|lifetime/.test(e.message))
-  await assert.rejects(Sandbox.connect(s.sandboxId), NotFoundError)
+  await assert.rejects(Sandbox.connect(s.sandboxId), e2b.SandboxNotFoundError)
   await assert.rejects(sbx.setTimeout(-5), InvalidArgumentError)
 })
 
@@ -353,10 +382,10 @@ test("kill() while runCode or a command is in flight rejects them with E2B's Tim
     assert.rejects(s.runCode('sleep 30', { language: 'bash' }), killed),
   ]
   await new Promise((r) => setTimeout(r, 300))
-  await s.kill()
+  assert.equal(await s.kill(), true)
   await Promise.all(inFlight)
   assert.equal(await s.isRunning(), false)
-  await s.kill() // idempotent
+  assert.equal(await s.kill(), false) // idempotent: false once it has ended, as E2B's
   assert.equal(await Sandbox.kill(s.sandboxId), false)
   await assert.rejects(s.files.read('x'), SandboxError)
 })
@@ -386,4 +415,36 @@ test("a matplotlib figure's Result carries its PNG and its chart (E2B's shape)",
   )
   assert.equal(r.raw.chart, r.chart)
   assert.deepEqual(r.formats(), ['png'])
+})
+
+test("charts as E2B gives them: a pie wedge's own angle, no title is null, an empty extra is {}", async () => {
+  const ex = await sbx.runCode(
+    'import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.pie([90, 10], labels=["big", "small"])\nplt.show()',
+  )
+  assert.equal(ex.error, undefined, ex.error && ex.error.traceback)
+  const [r] = ex.results
+  assert.equal(r.chart.type, e2b.ChartType.PIE)
+  assert.equal(r.chart.title, null)
+  assert.deepEqual(
+    r.chart.elements.map((w) => [w.label, w.angle]),
+    [
+      ['big', 324],
+      ['small', 36],
+    ],
+  )
+  assert.deepEqual(r.extra, {})
+  const sup = await sbx.runCode(
+    'fig, (a, b) = plt.subplots(1, 2)\na.plot([1, 2], [3, 4]); a.set_title("left")\nb.pie([1, 3])\nplt.show()',
+  )
+  const [s] = sup.results
+  assert.equal(s.chart.type, e2b.ChartType.SUPERCHART)
+  assert.equal(s.chart.title, null)
+  assert.deepEqual(
+    s.chart.elements.map((c) => c.title),
+    ['left', null],
+  )
+  assert.deepEqual(
+    s.chart.elements[1].elements.map((w) => w.angle),
+    [90, 270],
+  )
 })

@@ -273,6 +273,13 @@ async function openKernel(t, sbx, opts = {}) {
 /** The Python cell a process runs through the rich-result runner (`python3 /workspace/.run-<id>.py`,
  * or kern's `box … -v <ws>:/workspace … python3 /workspace/.run-<id>.py`), or ''. The code is in a
  * workspace file, not in any command line. */
+/** A machine of `sbx`, closed when the test ends. */
+async function openMachine(t, sbx, opts = {}) {
+  const m = await sbx.machine(opts)
+  t.after(() => m.close())
+  return m
+}
+
 function cellOf(pid, args) {
   const run = args.find((a) => /^\/workspace\/\.run-[0-9a-f]{8}\.py$/.test(a))
   if (!run) return ''
@@ -359,6 +366,7 @@ module.exports = {
   sandboxWith,
   openSandbox,
   openKernel,
+  openMachine,
   procsMatching,
   sleep,
   waitFor,

@@ -39,7 +39,10 @@ test("pack: the main package and this host's platform package", { skip }, () => 
   assert.deepEqual(manifest.dependencies, pkg.dependencies)
   assert.ok(packed.main.files.includes('binding.js'))
   assert.ok(!packed.main.files.some((f) => f.endsWith('.node')))
-  assert.deepEqual(packed.platforms[0].files.sort(), ['README.md', host.nodeFile, 'package.json'].sort())
+  assert.deepEqual(
+    packed.platforms[0].files.sort(),
+    ['README.md', host.nodeFile, 'kern-sandbox-agent', 'package.json'].sort(),
+  )
 })
 
 test(
@@ -58,6 +61,8 @@ test(
       names.map((n) => `node_modules/${n}`),
     )
     assert.ok(fs.existsSync(path.join(project, 'node_modules', host.packageName, host.nodeFile)))
+    const agent = path.join(project, 'node_modules', host.packageName, 'kern-sandbox-agent')
+    assert.ok(fs.statSync(agent).mode & 0o111, 'the machine agent is installed executable')
     assert.ok(
       !fs.existsSync(path.join(project, 'node_modules', pkg.name, host.nodeFile)),
       'the main package carries a binary',

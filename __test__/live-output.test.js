@@ -56,3 +56,35 @@ for (const [name, code] of Object.entries(CELLS)) {
     assert.deepEqual(late, [], `a first line arrived late (wanted >= ${AHEAD_MS} ms ahead of the result)`)
   })
 }
+
+/** Runs `call(onStdout)` and reports how long before its result the first chunk came. */
+async function aheadOf(call) {
+  let first = null
+  const r = await call((c) => {
+    if (first === null) first = { at: performance.now(), text: c.toString() }
+  })
+  const done = performance.now()
+  return { r, first, ahead: first ? done - first.at : -1 }
+}
+
+test(`machines: exec and a machine's kernel stream the first line while the work goes on (${KERNELS} machines)`, async () => {
+  const late = []
+  for (let i = 0; i < KERNELS; i++) {
+    const m = await sbx.machine()
+    try {
+      const e = await aheadOf((onStdout) => m.exec(`echo a; sleep ${WORK_MS / 1000}; echo b`, { onStdout }))
+      assert.equal(e.r.stdout, 'a\nb\n', `machine ${i}`)
+      if (!(e.ahead >= AHEAD_MS)) late.push(`machine ${i} exec: first chunk ${e.ahead.toFixed(0)} ms ahead`)
+      if (i % 4 === 0) {
+        const k = await m.kernel()
+        const c = await aheadOf((onStdout) => k.runCode(CELLS.python, { onStdout }))
+        assert.equal(c.r.stdout, 'a\nb\n', `machine ${i} kernel`)
+        if (!(c.ahead >= AHEAD_MS)) late.push(`machine ${i} kernel: first chunk ${c.ahead.toFixed(0)} ms ahead`)
+        await k.close()
+      }
+    } finally {
+      await m.close()
+    }
+  }
+  assert.deepEqual(late, [], `a first line arrived late (wanted >= ${AHEAD_MS} ms ahead of the result)`)
+})

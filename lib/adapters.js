@@ -134,6 +134,13 @@ async function openMachine(sandboxOptions, machineOptions) {
   }
 }
 
+/** Ends what openMachine opened: the machine first, then the Sandbox that holds it. Either may
+ * be null (already closed, or never opened). */
+async function closeMachine(machine, sbx) {
+  if (machine) await machine.close()
+  if (sbx) await sbx.close()
+}
+
 /** The entry of `p`, symlinks followed (at most 40, as Linux does); null when it does not exist
  * (or a link dangles). Each hop is resolved by the machine. */
 async function statFollow(machine, p) {
@@ -170,5 +177,6 @@ module.exports = {
   shellQuote,
   splitOptions,
   openMachine,
+  closeMachine,
   statFollow,
 }

@@ -35,6 +35,16 @@ const CLASSES = {
   ERR_NOT_OPEN: SandboxError,
   ERR_CLOSED: SandboxError,
   ERR_KERNEL_GONE: SandboxError,
+  ERR_NOT_A_DIRECTORY: SandboxError,
+  ERR_IS_A_DIRECTORY: SandboxError,
+  ERR_EXISTS: SandboxError,
+  ERR_PERMISSION_DENIED: SandboxError,
+  ERR_NO_SPACE: SandboxError,
+  ERR_PROCESS_NOT_FOUND: SandboxError,
+  ERR_PROCESS_EXITED: SandboxError,
+  ERR_STDIN_CLOSED: SandboxError,
+  ERR_CONNECTION_REFUSED: SandboxError,
+  ERR_MACHINE_GONE: SandboxError,
   ERR_ABORTED: null,
 }
 

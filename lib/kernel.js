@@ -9,6 +9,9 @@ const { richLine, finishResult, deliver } = require('./results.js')
 const { prepareCell, warm } = require('./jscell.js')
 const { LANGUAGES, resolveLanguage } = require('./languages.js')
 
+/** The kernel() option key that asks for IPython-style Python cells (kern-sandbox/e2b's contexts). */
+const IPYTHON = Symbol.for('kern-sandbox.ipython')
+
 /** The language a kernel runs `name` in (lib/languages.js); a JavaScript one starts warming the
  * host-side cell preparation. */
 function kernelLanguage(name = 'python') {
@@ -82,4 +85,4 @@ class Kernel {
   }
 }
 
-module.exports = { Kernel, kernelLanguage }
+module.exports = { Kernel, kernelLanguage, IPYTHON }

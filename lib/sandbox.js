@@ -19,7 +19,8 @@ const {
 } = require('./options.js')
 const { chunkSink, nativeCall, cancellable } = require('./calls.js')
 const { finishResult } = require('./results.js')
-const { Kernel, kernelLanguage } = require('./kernel.js')
+const { Kernel, kernelLanguage, IPYTHON } = require('./kernel.js')
+const { openMachine } = require('./machine.js')
 const { resolveLanguage } = require('./languages.js')
 const { prepareCell } = require('./jscell.js')
 
@@ -112,8 +113,17 @@ class Sandbox {
     const timeoutS = this.#timeoutS(opts)
     const language = kernelLanguage(opts.language ?? 'python')
     if (opts.image != null) checkType('image', opts.image, 'string')
-    const native = await callNative(() => this.#native.kernel(timeoutS, language.native, opts.image ?? undefined))
+    // A Python kernel with IPython-style cells (shell escapes, magics), for kern-sandbox/e2b: a
+    // symbol key, so it is no public option and no misspelt one turns it on.
+    const ipython = language.native === 'python' && opts[IPYTHON] === true
+    const native = await callNative(() =>
+      this.#native.kernel(timeoutS, language.native, opts.image ?? undefined, ipython),
+    )
     return new Kernel(native, this, (callId) => this.#native.cancel(callId), language)
+  }
+
+  async machine(opts = {}) {
+    return await openMachine(this, this.#native, opts)
   }
 
   async writeFile(path, data) {

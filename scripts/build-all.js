@@ -10,7 +10,8 @@
 // (`x86_64-unknown-linux-gnu.2.17`), musl targets against musl (napi adds -crt-static's opposite
 // so the addon links musl dynamically, as Alpine's node needs). Release profile: LTO, one codegen
 // unit, stripped (Cargo.toml). Cargo output goes to target/cross, the addons and the generated
-// binding.js to DIR (default target/release-artifacts), logs to DIR/logs.
+// binding.js to DIR (default target/release-artifacts), logs to DIR/logs. The machine agent of each
+// arch (scripts/build-agent.js) goes to DIR/kern-sandbox-agent.linux-<arch>.
 //
 // Run checks, each only where its tools are (bash scripts/setup-cross.sh installs them all):
 //   - x64 gnu: host node loads the addon through the generated loader and runs one runCode;
@@ -61,7 +62,10 @@ function zigCommand() {
 function preflight(targets) {
   const missing = []
   const installed = cp.execFileSync('rustup', ['target', 'list', '--installed'], { encoding: 'utf8' }).split('\n')
-  const noStd = targets.filter((t) => !installed.includes(t.triple)).map((t) => t.triple)
+  // Every addon target, and the musl target of each arch for the agent.
+  const muslAgent = { x64: 'x86_64-unknown-linux-musl', arm64: 'aarch64-unknown-linux-musl' }
+  const triples = new Set([...targets.map((t) => t.triple), ...targets.map((t) => muslAgent[t.arch])])
+  const noStd = [...triples].filter((t) => !installed.includes(t))
   if (noStd.length) missing.push(`rustup targets ${noStd.join(' ')}`)
   if (!zigCommand()) missing.push('zig (pip install ziglang)')
   if (!has('cargo-zigbuild')) missing.push('cargo-zigbuild (cargo install --locked cargo-zigbuild)')
@@ -103,6 +107,18 @@ function build(t, out, { js }) {
   }
   console.log(`${secs}s`)
   return true
+}
+
+/** The machine agent for `arch` (static musl, one per arch for its gnu and musl packages), as
+ * DIR/kern-sandbox-agent.linux-<arch>, where scripts/pack.js takes it from. */
+function buildAgent(arch, out) {
+  process.stdout.write(`building kern-sandbox-agent (${arch}) ... `)
+  const r = cp.spawnSync(process.execPath, [path.join(__dirname, 'build-agent.js'), '--arch', arch, '--out', out], {
+    cwd: repo,
+    encoding: 'utf8',
+  })
+  console.log(r.status === 0 ? r.stdout.trim() : `FAILED:\n${r.stderr.split('\n').slice(-25).join('\n')}`)
+  return r.status === 0
 }
 
 function kernForSmoke() {
@@ -225,6 +241,7 @@ function main() {
     o.targets.forEach((t, i) => {
       ok = build(t, o.out, { js: i === 0 }) && ok
     })
+    for (const arch of new Set(o.targets.map((t) => t.arch))) ok = buildAgent(arch, o.out) && ok
   }
   const rows = checkDir(o.out).filter((r) => o.targets.includes(r.target))
   for (const r of rows) {

@@ -9,7 +9,8 @@
 //   node scripts/pack.js --refuse-direct-publish   (package.json's prepublishOnly)
 //
 // --artifacts: where the built <binaryName>.<platform>.node files (and, from the release build,
-//   binding.js) are; default the repo root, where `npm run build` puts them.
+//   binding.js and kern-sandbox-agent.linux-<arch>) are; default the repo root, where `npm run
+//   build` puts them (the agent there as kern-sandbox-agent).
 // --targets: which platform packages to pack (default all; every one must have its .node). The main
 //   package always lists all of them: npm installs the one matching os/cpu/libc and skips the rest.
 //
@@ -84,7 +85,25 @@ function stagePlatform(t, o, stage) {
   fs.mkdirSync(dir)
   for (const f of fs.readdirSync(t.npmDir)) fs.copyFileSync(path.join(t.npmDir, f), path.join(dir, f))
   fs.copyFileSync(node, path.join(dir, t.nodeFile))
+  fs.copyFileSync(agentFor(t, o), path.join(dir, AGENT))
+  fs.chmodSync(path.join(dir, AGENT), 0o755)
   return dir
+}
+
+/** The machine agent every platform package carries next to its .node (the host mounts it into a
+ * machine's box). It is static, so one build per arch serves the glibc and the musl package: a
+ * release's artifacts hold kern-sandbox-agent.linux-<arch> (scripts/build-agent.js --out); a work
+ * tree's `npm run build` leaves this host's as kern-sandbox-agent. */
+const AGENT = 'kern-sandbox-agent'
+function agentFor(t, o) {
+  const candidates = [path.join(o.artifacts, `${AGENT}.linux-${t.arch}`)]
+  if (t.arch === process.arch) candidates.push(path.join(o.artifacts, AGENT), path.join(repo, AGENT))
+  const found = candidates.find((f) => fs.existsSync(f))
+  if (!found)
+    throw new Error(
+      `${AGENT}.linux-${t.arch} not found in ${o.artifacts}: build it first (npm run build / node scripts/build-agent.js --arch ${t.arch} --out DIR)`,
+    )
+  return found
 }
 
 function stageMain(o, stage) {

@@ -60,6 +60,26 @@ coded_errors! {
     Closed => "ERR_CLOSED",
     /// The kernel is closed, or went away under the cell: it will not run cells any more.
     KernelGone => "ERR_KERNEL_GONE",
+    /// A machine's path is not a directory where one is needed.
+    NotADirectory => "ERR_NOT_A_DIRECTORY",
+    /// A machine's path is a directory where a file is needed.
+    IsADirectory => "ERR_IS_A_DIRECTORY",
+    /// Something is already at a machine's path.
+    Exists => "ERR_EXISTS",
+    /// The machine refused the access (its file modes, its user).
+    PermissionDenied => "ERR_PERMISSION_DENIED",
+    /// The machine's filesystem is full.
+    NoSpace => "ERR_NO_SPACE",
+    /// No process of that pid was started in the machine.
+    ProcessNotFound => "ERR_PROCESS_NOT_FOUND",
+    /// The process has exited.
+    ProcessExited => "ERR_PROCESS_EXITED",
+    /// The process's stdin is closed (or was never open).
+    StdinClosed => "ERR_STDIN_CLOSED",
+    /// Nothing listens on that port in the machine.
+    ConnectionRefused => "ERR_CONNECTION_REFUSED",
+    /// The machine is closed, or its box died.
+    MachineGone => "ERR_MACHINE_GONE",
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,11 +1,14 @@
-//! kern-sandbox's native core. `index.js` and `lib/` on top hold the JS-shaped surface (error
-//! classes, `withSandbox`, AbortSignal wiring); everything that touches processes or files is here.
+//! kern-sandbox's native core. `lib/` on top holds the JS-shaped surface (error classes,
+//! AbortSignal wiring, the adapters; `index.js` adds `withSandbox`); everything that touches
+//! processes or files is here.
 
 #![deny(clippy::all)]
 
 mod errors;
 mod kernel;
 mod lifecycle;
+pub mod loopback;
+mod machine;
 mod options;
 mod output;
 mod session;

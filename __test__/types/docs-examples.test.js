@@ -26,11 +26,12 @@ const DOCS = [
 ].filter((f) => f.endsWith('.md'))
 
 // Names the examples use without defining them, the way prose around them introduces them: `kern`
-// is the package, `sbx` an open Sandbox, `code` and `csvBytes` the caller's. A block that defines
-// one of them shadows it.
+// is the package, `sbx` an open Sandbox, `m` a machine, `code` and `csvBytes` the caller's. A
+// block that defines one of them shadows it.
 const GLOBALS = `
 declare const kern: typeof import('kern-sandbox')
 declare const sbx: import('kern-sandbox').Sandbox
+declare const m: import('kern-sandbox').Machine
 declare const fs: typeof import('node:fs')
 declare const code: string
 declare const csvBytes: Buffer

@@ -79,3 +79,80 @@ test('sandbox.files and sandbox.commands have exactly the declared methods', () 
     assert.deepEqual(methods.sort(), [...new Set(declaredInterface(source, iface))].sort(), iface)
   }
 })
+
+test('enums: the declared values are the runtime ones', () => {
+  for (const [name, d] of declared) {
+    if (d.kind !== 'enum') continue
+    assert.deepEqual({ ...runtime[name] }, Object.fromEntries(d.members), name)
+    assert.ok(Object.isFrozen(runtime[name]), `${name} is frozen`)
+  }
+})
+
+test('sandbox.pty, a CommandHandle, a WatchHandle and Sandbox.list() have exactly the declared members', async () => {
+  const h = await sbx.commands.run('true', { background: true })
+  await h.wait()
+  await sbx.files.makeDir('/tmp/drift')
+  const w = await sbx.files.watchDir('/tmp/drift', () => {})
+  await w.stop()
+  for (const [iface, obj] of [
+    ['Pty', sbx.pty],
+    ['CommandHandle', h],
+    ['WatchHandle', w],
+    ['SandboxPaginator', runtime.Sandbox.list()],
+  ]) {
+    const members = Reflect.ownKeys(Object.getPrototypeOf(obj)).filter((k) => k !== 'constructor')
+    assert.deepEqual(members.sort(), [...new Set(declaredInterface(source, iface))].sort(), iface)
+  }
+})
+
+// E2B's own declarations (the `e2b` package, a dev dependency): each public member of its Sandbox
+// and of its files, commands, pty and handles is here, or listed below as not provided (and said so
+// in docs/e2b.md). A member E2B adds fails this test until it is implemented or listed.
+const E2B_NOT_HERE = {
+  Sandbox: [
+    'git',
+    'trafficAccessToken',
+    'updateNetwork',
+    'pause',
+    'betaPause',
+    'createSnapshot',
+    'listSnapshots',
+    'getMcpUrl',
+    'getMcpToken',
+    'uploadUrl',
+    'downloadUrl',
+  ],
+  Commands: ['supportsStdinClose'],
+}
+
+/** The public instance members E2B's .d.ts declares for `declare class name`. */
+function e2bMembers(e2bSource, name) {
+  const decl = e2bSource.statements.find((s) => ts.isClassDeclaration(s) && s.name?.text === name)
+  assert.ok(decl, `e2b declares class ${name}`)
+  const hidden = ts.ModifierFlags.Private | ts.ModifierFlags.Protected | ts.ModifierFlags.Static
+  return decl.members
+    .filter((m) => m.name && !ts.isConstructorDeclaration(m) && !(ts.getCombinedModifierFlags(m) & hidden))
+    .filter((m) => !/@(hidden|internal)/.test(m.getFullText()))
+    .map((m) => m.name.getText())
+}
+
+test("E2B's declared API: every public member of its Sandbox, files, commands, pty and handles is here or listed as not provided", async () => {
+  const e2bPath = require.resolve('e2b').replace(/index\.js$/, 'index.d.ts')
+  const e2bSource = ts.createSourceFile(e2bPath, fs.readFileSync(e2bPath, 'utf8'), ts.ScriptTarget.Latest, true)
+  const h = await sbx.commands.run('true', { background: true })
+  await h.wait()
+  const ours = {
+    Sandbox: sbx,
+    Filesystem: sbx.files,
+    Commands: sbx.commands,
+    Pty: sbx.pty,
+    CommandHandle: h,
+  }
+  for (const [name, obj] of Object.entries(ours)) {
+    const missing = e2bMembers(e2bSource, name).filter((k) => !(k in obj) && !(E2B_NOT_HERE[name] ?? []).includes(k))
+    assert.deepEqual(missing, [], `E2B's ${name} members missing here`)
+    for (const k of E2B_NOT_HERE[name] ?? []) assert.ok(!(k in obj), `${name}.${k} exists now: take it off the list`)
+  }
+  const statics = ['create', 'connect', 'kill', 'list', 'fork']
+  for (const k of statics) assert.equal(typeof runtime.Sandbox[k], 'function', `Sandbox.${k}`)
+})

@@ -14,6 +14,16 @@ import {
   type EntryInfo,
   type OutputMessage,
   type ChartTypes,
+  type CommandHandle,
+  type CommandResult,
+  type ProcessInfo,
+  type WatchHandle,
+  type FilesystemEvent,
+  type SandboxMetrics,
+  type SandboxInfo,
+  FileType,
+  FilesystemEventType,
+  FileNotFoundError,
 } from 'kern-sandbox/e2b'
 
 export function lineLabels(r: Result): string[] {
@@ -79,3 +89,46 @@ export async function agentTool(code: string): Promise<string> {
 
 export const withTemplate = (): Promise<Sandbox> =>
   Sandbox.create('code-interpreter-v1', { allowInternetAccess: false, kern: { memoryMb: 1024 } })
+
+// The core `e2b` SDK's API on the same Sandbox: background commands, stdin, PTYs, files anywhere,
+// watchDir, getHost and metrics.
+export async function devServer(): Promise<string> {
+  const sbx = await Sandbox.create()
+  const server: CommandHandle = await sbx.commands.run('python3 -m http.server 8000', {
+    background: true,
+    cwd: '/home/user',
+    timeoutMs: 0,
+    onStdout: (d: string) => void d,
+  })
+  const url = `http://${sbx.getHost(8000)}`
+  const procs: ProcessInfo[] = await sbx.commands.list()
+  const cat = await sbx.commands.run('cat', { background: true, stdin: true })
+  await cat.sendStdin('hi')
+  await sbx.commands.closeStdin(cat.pid)
+  const r: CommandResult = await cat.wait()
+  const term = await sbx.pty.create({ cols: 80, rows: 24, onData: (d: Uint8Array) => void d })
+  await sbx.pty.sendInput(term.pid, new TextEncoder().encode('ls\n'))
+  await sbx.pty.resize(term.pid, { cols: 100, rows: 40 })
+  await sbx.pty.kill(term.pid)
+  const w: WatchHandle = await sbx.files.watchDir(
+    '/tmp',
+    (e: FilesystemEvent) => {
+      if (e.type === FilesystemEventType.CREATE) void e.name
+    },
+    { recursive: true, onExit: (err) => void err },
+  )
+  const entries: EntryInfo[] = await sbx.files.list('/tmp', { depth: 2 })
+  const links = entries.filter((e) => e.type === FileType.SYMLINK).map((e) => e.symlinkTarget)
+  await sbx.files.write([{ path: '/tmp/a', data: 'a' }], { metadata: { k: 'v' } })
+  await w.stop()
+  const [m]: SandboxMetrics[] = await sbx.getMetrics()
+  const infos: SandboxInfo[] = await Sandbox.list().nextItems()
+  try {
+    await sbx.files.read('/nope')
+  } catch (e) {
+    if (e instanceof FileNotFoundError) void e.message
+  }
+  await server.kill()
+  const killed: boolean = await sbx.kill()
+  return `${url} ${procs.length} ${r.stdout} ${links.length} ${m.cpuUsedPct} ${infos.length} ${killed}`
+}

@@ -152,12 +152,8 @@ function outputStream(cap) {
   }
 }
 
-/**
- * @param {import('../../index').Machine} machine
- * @param {object} [opts]
- */
-function createSandboxSession(machine, opts = {}) {
-  checkMachine(machine)
+/** The session's fixed settings, checked once: its base directory, default env and caps. */
+function sessionConfig(machine, opts) {
   if (typeof opts !== 'object' || opts === null) throw invalid('options must be an object')
   const base = opts.workingDirectory !== undefined ? resolveIn('/', opts.workingDirectory) : machine.workdir
   if (typeof base !== 'string' || !base.startsWith('/')) throw invalid('the machine has no working directory')
@@ -168,11 +164,100 @@ function createSandboxSession(machine, opts = {}) {
   if (opts.description !== undefined && typeof opts.description !== 'string') {
     throw invalid('description must be a string')
   }
-  const ports = new Map()
+  return {
+    base,
+    maxOutputBytes,
+    maxFileBytes,
+    timeoutS,
+    at: (p) => resolveIn(base, checkPath(p)),
+    cwdOf: (wd) => (wd === undefined ? base : resolveIn(base, checkPath(wd, 'workingDirectory'))),
+    envOf: (env) => ({ ...defaultEnv, ...checkEnv(env) }),
+  }
+}
 
-  const at = (p) => resolveIn(base, checkPath(p))
-  const cwdOf = (wd) => (wd === undefined ? base : resolveIn(base, checkPath(wd, 'workingDirectory')))
-  const envOf = (env) => ({ ...defaultEnv, ...checkEnv(env) })
+/** The session's spawn(): a process on the machine whose output streams are capped and whose
+ * abortSignal kills it. */
+async function spawnProcess(machine, cfg, options) {
+  if (!options || typeof options !== 'object') throw invalid('spawn needs { command }')
+  const { maxOutputBytes, timeoutS } = cfg
+  const command = checkCommand(options.command)
+  const cwd = cfg.cwdOf(options.workingDirectory)
+  const env = cfg.envOf(options.env)
+  const signal = options.abortSignal
+  signal?.throwIfAborted()
+  const withStdin = options.stdin === true
+  const out = outputStream(maxOutputBytes)
+  const err = outputStream(maxOutputBytes)
+  const proc = await machine.spawn(command, {
+    cwd,
+    env,
+    stdin: withStdin,
+    maxOutputBytes,
+    onStdout: (b) => out.push(b),
+    onStderr: (b) => err.push(b),
+    ...(timeoutS !== undefined ? { timeoutS } : {}),
+  })
+  let aborted = false
+  const onAbort = () => {
+    aborted = true
+    proc.kill('SIGKILL').catch(() => {})
+  }
+  if (signal) {
+    if (signal.aborted) onAbort()
+    else signal.addEventListener('abort', onAbort, { once: true })
+  }
+  const exited = proc.wait().then(
+    (r) => {
+      signal?.removeEventListener('abort', onAbort)
+      out.close()
+      err.close()
+      return r
+    },
+    (e) => {
+      signal?.removeEventListener('abort', onAbort)
+      out.error(e)
+      err.error(e)
+      throw e
+    },
+  )
+  exited.catch(() => {})
+  const handle = {
+    pid: proc.pid,
+    stdout: out.stream,
+    stderr: err.stream,
+    async wait() {
+      const r = await exited
+      if (aborted) throw signal.reason
+      return { exitCode: r.exitCode }
+    },
+    async kill() {
+      if (proc.exitCode !== null) return
+      await proc.kill('SIGKILL').catch((e) => {
+        if (proc.exitCode === null) throw e
+      })
+    },
+  }
+  if (withStdin) handle.stdin = stdinStream(proc)
+  return handle
+}
+
+/** A WritableStream onto a process's stdin. */
+function stdinStream(proc) {
+  return new WritableStream({
+    write: (chunk) => {
+      if (typeof chunk === 'string') return proc.write(chunk)
+      if (!(chunk instanceof Uint8Array)) throw invalid('stdin takes Uint8Array chunks')
+      return proc.write(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength))
+    },
+    close: () => proc.end(),
+    abort: () => proc.end(),
+  })
+}
+
+/** The session's members on file contents (read*, write*): paths resolve against the base,
+ * contents are capped at maxFileBytes. */
+function fileMembers(machine, cfg) {
+  const { maxFileBytes, at } = cfg
 
   async function readBytes(path, signal) {
     const p = at(path)
@@ -196,95 +281,7 @@ function createSandboxSession(machine, opts = {}) {
     })
   }
 
-  async function spawn(options) {
-    if (!options || typeof options !== 'object') throw invalid('spawn needs { command }')
-    const command = checkCommand(options.command)
-    const cwd = cwdOf(options.workingDirectory)
-    const env = envOf(options.env)
-    const signal = options.abortSignal
-    signal?.throwIfAborted()
-    const withStdin = options.stdin === true
-    const out = outputStream(maxOutputBytes)
-    const err = outputStream(maxOutputBytes)
-    const proc = await machine.spawn(command, {
-      cwd,
-      env,
-      stdin: withStdin,
-      maxOutputBytes,
-      onStdout: (b) => out.push(b),
-      onStderr: (b) => err.push(b),
-      ...(timeoutS !== undefined ? { timeoutS } : {}),
-    })
-    let aborted = false
-    const onAbort = () => {
-      aborted = true
-      proc.kill('SIGKILL').catch(() => {})
-    }
-    if (signal) {
-      if (signal.aborted) onAbort()
-      else signal.addEventListener('abort', onAbort, { once: true })
-    }
-    const exited = proc.wait().then(
-      (r) => {
-        signal?.removeEventListener('abort', onAbort)
-        out.close()
-        err.close()
-        return r
-      },
-      (e) => {
-        signal?.removeEventListener('abort', onAbort)
-        out.error(e)
-        err.error(e)
-        throw e
-      },
-    )
-    exited.catch(() => {})
-    const handle = {
-      pid: proc.pid,
-      stdout: out.stream,
-      stderr: err.stream,
-      async wait() {
-        const r = await exited
-        if (aborted) throw signal.reason
-        return { exitCode: r.exitCode }
-      },
-      async kill() {
-        if (proc.exitCode !== null) return
-        await proc.kill('SIGKILL').catch((e) => {
-          if (proc.exitCode === null) throw e
-        })
-      },
-    }
-    if (withStdin) {
-      handle.stdin = new WritableStream({
-        write: (chunk) => {
-          if (typeof chunk === 'string') return proc.write(chunk)
-          if (!(chunk instanceof Uint8Array)) throw invalid('stdin takes Uint8Array chunks')
-          return proc.write(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength))
-        },
-        close: () => proc.end(),
-        abort: () => proc.end(),
-      })
-    }
-    return handle
-  }
-
-  const session = {
-    get description() {
-      const lines = [
-        `A Linux machine (kern box ${machine.name}): a Debian-like root filesystem you can write to, ` +
-          `processes run as root; it is gone when the session ends.`,
-        `Working directory: ${base}. Relative paths and relative working directories resolve against it; ` +
-          '`cd` inside a command only affects that command.',
-        'Commands run through /bin/sh -c.',
-      ]
-      for (const [machinePort, e] of ports) {
-        lines.push(`Port ${machinePort} in the machine is reachable from the host at ${e.url}.`)
-      }
-      if (opts.description) lines.push(opts.description)
-      return lines.join('\n')
-    },
-
+  return {
     async readFile(options) {
       const buf = await readBytes(options?.path, options?.abortSignal)
       return buf === null ? null : bytesStream(buf, options.abortSignal)
@@ -318,7 +315,12 @@ function createSandboxSession(machine, opts = {}) {
     async writeTextFile(options) {
       await writeBytes(options?.path, encodeText(options?.content, options?.encoding), options?.abortSignal)
     },
+  }
+}
 
+/** The session's members on entries: stat, listDirectory, deleteFile. */
+function entryMembers(machine, { at }) {
+  return {
     async stat(options) {
       const p = at(options?.path)
       return abortable(options.abortSignal, async () => {
@@ -362,6 +364,41 @@ function createSandboxSession(machine, opts = {}) {
         return true
       })
     },
+  }
+}
+
+/**
+ * @param {import('../../index').Machine} machine
+ * @param {object} [opts]
+ */
+function createSandboxSession(machine, opts = {}) {
+  checkMachine(machine)
+  const cfg = sessionConfig(machine, opts)
+  const { base, maxOutputBytes, timeoutS, cwdOf, envOf } = cfg
+  const ports = new Map()
+
+  async function spawn(options) {
+    return spawnProcess(machine, cfg, options)
+  }
+
+  const session = {
+    get description() {
+      const lines = [
+        `A Linux machine (kern box ${machine.name}): a Debian-like root filesystem you can write to, ` +
+          `processes run as root; it is gone when the session ends.`,
+        `Working directory: ${base}. Relative paths and relative working directories resolve against it; ` +
+          '`cd` inside a command only affects that command.',
+        'Commands run through /bin/sh -c.',
+      ]
+      for (const [machinePort, e] of ports) {
+        lines.push(`Port ${machinePort} in the machine is reachable from the host at ${e.url}.`)
+      }
+      if (opts.description) lines.push(opts.description)
+      return lines.join('\n')
+    },
+
+    ...fileMembers(machine, cfg),
+    ...entryMembers(machine, cfg),
 
     spawn,
 

@@ -6,7 +6,6 @@
 
 const { randomUUID } = require('node:crypto')
 const path = require('node:path')
-const { Kernel } = require('../kernel.js')
 const { resolveLanguage } = require('../languages.js')
 const { SandboxError, TimeoutError, InvalidArgumentError, NotFoundError, killedError, toE2B } = require('./errors.js')
 const { ExecutionError, Execution, fromCore, lines, LineStream } = require('./execution.js')
@@ -241,6 +240,8 @@ class Contexts {
       err?.end()
       if (envs && envs.after) hidden(envs.after)
     }
+    // The machine's close() ends its kernels: a cell cut short by kill() is E2B's TimeoutError.
+    if (r.fault && this.#host.killed) throw killedError()
     if (r.fault) throw new SandboxError(`the context's kernel was stopped: ${r.fault.message}`)
     e.count += 1
     const error = r.error ? new ExecutionError(r.error.name, r.error.value, r.error.traceback) : undefined
@@ -295,9 +296,4 @@ function envCells(language, envs) {
   }
 }
 
-/** Wraps a native kernel the way Sandbox#kernel does, with no session-wide callbacks. */
-function coreKernel(native, cancel, language) {
-  return new Kernel(native, { onStdout: null, onStderr: null }, cancel, language)
-}
-
-module.exports = { Contexts, contextLanguage, coreKernel, HOME, KERNEL_BACKSTOP_S }
+module.exports = { Contexts, contextLanguage, HOME, KERNEL_BACKSTOP_S }

@@ -9,46 +9,68 @@ const { fromNative } = require('../errors.js')
 class SandboxError extends Error {
   constructor(message, options) {
     super(message, options)
-    this.name = 'SandboxError'
+    // Each subclass is named as E2B names it, its own `name` set here once for all of them.
+    this.name = new.target.name
     if (options && options.code) this.code = options.code
   }
 }
 
 /** A deadline passed: a cell's or a command's `timeoutMs`, or the sandbox was killed (or reached
  * the end of its lifetime) while a request was in flight. */
-class TimeoutError extends SandboxError {
-  constructor(message, options) {
-    super(message, options)
-    this.name = 'TimeoutError'
-  }
-}
+class TimeoutError extends SandboxError {}
 
 /** An argument this entry cannot accept (a path outside /home/user, both `context` and
  * `language`, an unsupported language...). */
-class InvalidArgumentError extends SandboxError {
+class InvalidArgumentError extends SandboxError {}
+
+/** A file, directory, context, process or sandbox that does not exist. */
+class NotFoundError extends SandboxError {}
+
+/** A file or directory that does not exist in the sandbox. */
+class FileNotFoundError extends NotFoundError {}
+
+/** A sandbox id no live sandbox of this process has (killed, timed out, or another process's). */
+class SandboxNotFoundError extends NotFoundError {}
+
+/** The machine's disk (its writable root or the workspace) is full. */
+class NotEnoughSpaceError extends SandboxError {}
+
+/** Credentials were refused. As in E2B, not a SandboxError. */
+class AuthenticationError extends Error {
   constructor(message, options) {
     super(message, options)
-    this.name = 'InvalidArgumentError'
+    this.name = new.target.name
   }
 }
 
-/** A file, directory, context or sandbox that does not exist. */
-class NotFoundError extends SandboxError {
-  constructor(message, options) {
-    super(message, options)
-    this.name = 'NotFoundError'
-  }
-}
+/** A git remote refused the credentials (E2B's class, in its hierarchy). */
+class GitAuthError extends AuthenticationError {}
+
+/** A git push or pull with no upstream branch to go to (E2B's class, in its hierarchy). */
+class GitUpstreamError extends SandboxError {}
 
 /** A command that exited non-zero; carries its result, as `commands.run` would have resolved. */
 class CommandExitError extends SandboxError {
+  #result
   constructor(result) {
     super(result.error || `exit status ${result.exitCode}`)
-    this.name = 'CommandExitError'
-    this.exitCode = result.exitCode
-    this.error = result.error
-    this.stdout = result.stdout
-    this.stderr = result.stderr
+    this.#result = { ...result }
+  }
+
+  get exitCode() {
+    return this.#result.exitCode
+  }
+
+  get error() {
+    return this.#result.error
+  }
+
+  get stdout() {
+    return this.#result.stdout
+  }
+
+  get stderr() {
+    return this.#result.stderr
   }
 }
 
@@ -66,15 +88,19 @@ function killedError(cause) {
 const CLASSES = {
   ERR_NOT_FOUND: NotFoundError,
   ERR_UNSUPPORTED_LANGUAGE: InvalidArgumentError,
+  ERR_INVALID_OPTION: InvalidArgumentError,
+  ERR_PROCESS_NOT_FOUND: NotFoundError,
+  ERR_NO_SPACE: NotEnoughSpaceError,
 }
 
-/** A core error (native or JS) as one of this entry's classes; ours pass through. */
-function toE2B(e) {
+/** A core error (native or JS) as one of this entry's classes; ours pass through. `classes`
+ * overrides the table for one call site (a missing path is a FileNotFoundError for the files API). */
+function toE2B(e, classes = CLASSES) {
   if (e instanceof SandboxError) return e
   const core = fromNative(e)
   if (!(core instanceof Error)) return core
   if (core.name === 'AbortError') return core
-  const Class = (typeof core.code === 'string' && CLASSES[core.code]) || SandboxError
+  const Class = (typeof core.code === 'string' && (classes[core.code] || CLASSES[core.code])) || SandboxError
   return new Class(core.message, { cause: core, code: core.code })
 }
 
@@ -83,6 +109,12 @@ module.exports = {
   TimeoutError,
   InvalidArgumentError,
   NotFoundError,
+  FileNotFoundError,
+  SandboxNotFoundError,
+  NotEnoughSpaceError,
+  AuthenticationError,
+  GitAuthError,
+  GitUpstreamError,
   CommandExitError,
   killedError,
   toE2B,

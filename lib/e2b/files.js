@@ -1,44 +1,25 @@
 'use strict'
-// sandbox.files: E2B's filesystem API over the session's workspace, which the box sees at
-// /home/user. Paths are absolute under /home/user or relative to it; anything else is refused
-// here, and the native side resolves what is left beneath the workspace (openat2, no symlink
-// followed), so nothing outside it is ever touched.
+// sandbox.files: E2B's filesystem API over the sandbox's machine: absolute paths anywhere in the
+// box, relative ones from /home/user (E2B's user's home). Writes create their parents.
 
 const path = require('node:path')
 const { Blob } = require('node:buffer')
-const { InvalidArgumentError, NotFoundError } = require('./errors.js')
+const { InvalidArgumentError, FileNotFoundError } = require('./errors.js')
 const { HOME } = require('./contexts.js')
+const { watchDir } = require('./watch.js')
 
-/** A path as the workspace-relative one the native side takes ("" is /home/user itself). */
-function relative(p, what = 'path') {
-  if (typeof p !== 'string' || p === '') throw new InvalidArgumentError(`${what} must be a non-empty string`)
-  if (p.includes('\0')) throw new InvalidArgumentError(`${what} must not contain a NUL byte`)
-  const abs = path.posix.resolve(HOME, p)
-  if (abs === HOME) return ''
-  if (!abs.startsWith(`${HOME}/`)) {
-    throw new InvalidArgumentError(
-      `${what} ${JSON.stringify(p)} is outside ${HOME}: kern-sandbox/e2b's filesystem is the sandbox's ` +
-        `workspace, at ${HOME} (give an absolute path under it, or one relative to it)`,
-    )
-  }
-  return abs.slice(HOME.length + 1)
-}
+/** A missing path is E2B's FileNotFoundError here. */
+const FILE_CLASSES = { ERR_NOT_FOUND: FileNotFoundError }
+const FORMATS = ['text', 'bytes', 'blob', 'stream']
+/** E2B's FileType values. */
+const FILE_TYPES = new Set(['file', 'dir', 'symlink'])
 
-const boxPath = (rel) => (rel ? `${HOME}/${rel}` : HOME)
-
-/** E2B's EntryInfo for a native entry. A symlink is reported as a file with its target. */
-function entryInfo(n) {
-  const info = {
-    name: n.name || path.posix.basename(HOME),
-    type: n.type === 'dir' ? 'dir' : 'file',
-    path: boxPath(n.path),
-    size: n.size,
-    mode: n.mode,
-    permissions: permissions(n.mode, n.type),
-    modifiedTime: new Date(n.modifiedMs),
-  }
-  if (n.symlinkTarget != null) info.symlinkTarget = n.symlinkTarget
-  return info
+/** A sandbox path as the absolute one it names. */
+function boxPath(p, what = 'path') {
+  if (typeof p !== 'string' || p === '')
+    throw new InvalidArgumentError(`${what} must be a non-empty string, got ${JSON.stringify(p)}`)
+  if (p.includes('\0')) throw new InvalidArgumentError(`${what} ${JSON.stringify(p)} must not contain a NUL byte`)
+  return path.posix.resolve(HOME, p)
 }
 
 function permissions(mode, type) {
@@ -46,6 +27,25 @@ function permissions(mode, type) {
   let s = type === 'dir' ? 'd' : type === 'symlink' ? 'l' : '-'
   for (let i = 0; i < 9; i++) s += mode & (1 << (8 - i)) ? bits[i] : '-'
   return s
+}
+
+/** E2B's EntryInfo for a machine entry (`metadata`: what this sandbox's writes attached). */
+function entryInfo(e, metadata) {
+  const type = FILE_TYPES.has(e.type) ? e.type : undefined
+  const info = {
+    name: e.name,
+    type,
+    path: e.path,
+    size: e.size,
+    mode: e.mode & 0o7777,
+    permissions: permissions(e.mode, e.type),
+    owner: e.owner,
+    group: e.group,
+    modifiedTime: new Date(e.mtime),
+  }
+  if (e.symlinkTarget != null) info.symlinkTarget = e.symlinkTarget
+  if (metadata) info.metadata = { ...metadata }
+  return info
 }
 
 /** What `write` takes: a string, bytes, an ArrayBuffer, a Blob or a ReadableStream. */
@@ -63,26 +63,41 @@ async function bytesOf(data) {
   throw new InvalidArgumentError('data must be a string, an ArrayBuffer, a typed array, a Blob or a ReadableStream')
 }
 
-class Filesystem {
-  #native
-  #guard
+function checkMetadata(m) {
+  if (m == null) return undefined
+  if (typeof m !== 'object' || Array.isArray(m)) throw new InvalidArgumentError('metadata must be an object of strings')
+  const out = {}
+  for (const [k, v] of Object.entries(m)) {
+    if (typeof v !== 'string') throw new InvalidArgumentError(`metadata ${JSON.stringify(k)} must be a string`)
+    out[k.toLowerCase()] = v // E2B's sandbox lowercases the keys
+  }
+  return out
+}
 
-  /** `guard(promise)`: the sandbox's wrapper of a request (maps errors, and a kill mid-flight). */
-  constructor(native, guard) {
-    this.#native = native
-    this.#guard = guard
+class Filesystem {
+  #box
+  /** Absolute path → the metadata a write attached (kept by this process; see docs/e2b.md). */
+  #metadata = new Map()
+
+  /** `box`: the sandbox's machine access (see lib/e2b/sandbox.js). */
+  constructor(box) {
+    this.#box = box
+  }
+
+  #call(start) {
+    return this.#box.guard(start, FILE_CLASSES)
   }
 
   /** Reads a file: `format` 'text' (default), 'bytes' (Uint8Array), 'blob' or 'stream'. */
   async read(p, opts = {}) {
-    const rel = relative(p)
+    const abs = boxPath(p)
     const format = opts?.format ?? 'text'
-    if (!['text', 'bytes', 'blob', 'stream'].includes(format)) {
+    if (!FORMATS.includes(format)) {
       throw new InvalidArgumentError(
         `format must be 'text', 'bytes', 'blob' or 'stream', got ${JSON.stringify(format)}`,
       )
     }
-    const buf = await this.#guard(() => this.#native.readFile(rel, undefined))
+    const buf = await this.#call(() => this.#box.machine.readFile(abs))
     if (format === 'text') return buf.toString('utf8')
     const bytes = new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength)
     if (format === 'bytes') return bytes
@@ -96,61 +111,96 @@ class Filesystem {
   }
 
   /** Writes a file (creating its parents), or each `{ path, data }` of an array. */
-  async write(p, data) {
-    if (Array.isArray(p)) {
-      const out = []
-      for (const f of p) out.push(await this.write(f?.path, f?.data))
-      return out
-    }
-    const rel = relative(p)
-    if (!rel) throw new InvalidArgumentError(`cannot write to ${HOME} itself: it is a directory`)
+  async write(p, data, opts) {
+    if (Array.isArray(p)) return this.writeFiles(p, data)
+    const metadata = checkMetadata(opts?.metadata)
+    const abs = boxPath(p)
     const bytes = await bytesOf(data)
-    await this.#guard(() => this.#native.writeFile(rel, bytes))
-    return { name: path.posix.basename(rel), type: 'file', path: boxPath(rel) }
+    await this.#call(() => this.#box.machine.writeFile(abs, bytes))
+    if (metadata) this.#metadata.set(abs, metadata)
+    else this.#metadata.delete(abs)
+    const info = { name: path.posix.basename(abs), type: 'file', path: abs }
+    if (metadata) info.metadata = { ...metadata }
+    return info
   }
 
-  /** The entries of a directory (`depth` levels down, default 1). */
+  /** Writes each `{ path, data }`, in order. */
+  async writeFiles(files, opts) {
+    if (!Array.isArray(files)) throw new InvalidArgumentError('files must be an array of { path, data }')
+    const out = []
+    for (const f of files) {
+      if (f == null || typeof f !== 'object') throw new InvalidArgumentError('each file must be { path, data }')
+      out.push(await this.write(f.path, f.data, opts))
+    }
+    return out
+  }
+
+  /** The entries of a directory, `depth` levels down (default 1). */
   async list(p, opts = {}) {
-    const rel = relative(p)
+    const abs = boxPath(p)
     const depth = opts?.depth ?? 1
-    if (!Number.isInteger(depth) || depth < 1) throw new InvalidArgumentError('depth must be a whole number from 1')
-    const entries = await this.#guard(() => this.#native.listDir(rel, depth))
-    return entries.map(entryInfo)
+    if (!Number.isInteger(depth) || depth < 1) {
+      throw new InvalidArgumentError(`depth must be a whole number from 1, got ${String(depth)}`)
+    }
+    const entries = await this.#call(() => this.#box.machine.list(abs, { depth }))
+    return entries.map((e) => entryInfo(e, this.#metadata.get(e.path)))
   }
 
   async exists(p) {
-    const rel = relative(p)
-    return (await this.#guard(() => this.#native.stat(rel))) !== null
+    const abs = boxPath(p)
+    try {
+      await this.#call(() => this.#box.machine.stat(abs))
+      return true
+    } catch (e) {
+      if (e instanceof FileNotFoundError) return false
+      throw e
+    }
   }
 
-  /** The EntryInfo of one path; NotFoundError when nothing is there. */
+  /** The EntryInfo of one path (a symlink itself); FileNotFoundError when nothing is there. */
   async getInfo(p) {
-    const rel = relative(p)
-    const n = await this.#guard(() => this.#native.stat(rel))
-    if (n === null) throw new NotFoundError(`no such file or directory: ${boxPath(rel)}`)
-    return entryInfo(n)
+    const abs = boxPath(p)
+    const e = await this.#call(() => this.#box.machine.stat(abs))
+    return entryInfo(e, this.#metadata.get(abs))
   }
 
-  /** Removes a file or a directory with everything in it. */
+  /** Removes a file, a symlink or a directory with everything in it; a missing path is fine. */
   async remove(p) {
-    const rel = relative(p)
-    if (!rel) throw new InvalidArgumentError(`cannot remove ${HOME} itself`)
-    await this.#guard(() => this.#native.remove(rel))
+    const abs = boxPath(p)
+    try {
+      await this.#call(() => this.#box.machine.remove(abs))
+    } catch (e) {
+      if (!(e instanceof FileNotFoundError)) throw e
+    }
+    this.#forget(abs)
   }
 
   /** Creates a directory and its parents; false when it already existed. */
   async makeDir(p) {
-    return await this.#guard(() => this.#native.makeDir(relative(p)))
+    const abs = boxPath(p)
+    return await this.#call(() => this.#box.machine.mkdir(abs))
   }
 
   /** Moves a file or directory; resolves to the EntryInfo at its new path. */
   async rename(oldPath, newPath) {
-    const from = relative(oldPath, 'oldPath')
-    const to = relative(newPath, 'newPath')
-    if (!from || !to) throw new InvalidArgumentError(`cannot rename ${HOME} itself`)
-    await this.#guard(() => this.#native.rename(from, to))
-    return this.getInfo(boxPath(to))
+    const from = boxPath(oldPath, 'oldPath')
+    const to = boxPath(newPath, 'newPath')
+    await this.#call(() => this.#box.machine.rename(from, to))
+    const moved = Array.from(this.#metadata).filter(([k]) => k === from || k.startsWith(`${from}/`))
+    for (const [k] of moved) this.#metadata.delete(k)
+    for (const [k, v] of moved) this.#metadata.set(to + k.slice(from.length), v)
+    return this.getInfo(to)
+  }
+
+  /** Watches a directory: `onEvent({ name, type, entry? })` per change, names relative to it. */
+  async watchDir(p, onEvent, opts = {}) {
+    const abs = boxPath(p)
+    return watchDir(this.#box, abs, onEvent, opts ?? {}, (e) => entryInfo(e, this.#metadata.get(e.path)))
+  }
+
+  #forget(abs) {
+    for (const k of this.#metadata.keys()) if (k === abs || k.startsWith(`${abs}/`)) this.#metadata.delete(k)
   }
 }
 
-module.exports = { Filesystem, relative }
+module.exports = { Filesystem, boxPath }

@@ -1,17 +1,23 @@
 'use strict'
-// Sandbox: E2B's code-interpreter sandbox (`Sandbox.create()`, `runCode`, contexts, files,
-// commands) on this package's native session: one workspace, bound at /home/user in every box,
-// a warm kernel per code context, a fresh box per command. Network off unless asked for.
+// Sandbox: E2B's sandbox (`e2b`'s core API and `@e2b/code-interpreter`'s code contexts) on one
+// machine of this package: a persistent box whose processes, /tmp, loopback and files every
+// command, PTY, file call and code context of the sandbox share. The workspace is bound at
+// /home/user (E2B's user's home). Network off unless asked for.
 
+const os = require('node:os')
+const fs = require('node:fs')
 const { randomBytes } = require('node:crypto')
-const { NativeSandbox } = require('../native.js')
-const { DEFAULTS, nativeOptions } = require('../options.js')
-const { callNative } = require('../errors.js')
-const { SandboxError, InvalidArgumentError, NotFoundError, killedError, toE2B } = require('./errors.js')
-const { Contexts, coreKernel, HOME, KERNEL_BACKSTOP_S } = require('./contexts.js')
-const { kernelLanguage } = require('../kernel.js')
+const { Sandbox: CoreSandbox } = require('../sandbox.js')
+const { DEFAULTS } = require('../options.js')
+const { IPYTHON } = require('../kernel.js')
+const { SandboxError, InvalidArgumentError, SandboxNotFoundError, killedError, toE2B } = require('./errors.js')
+const { Contexts, HOME, KERNEL_BACKSTOP_S } = require('./contexts.js')
 const { Filesystem } = require('./files.js')
-const { Commands } = require('./commands.js')
+const { Commands, ProcessTable } = require('./commands.js')
+const { Pty } = require('./pty.js')
+const { HostPorts } = require('./ports.js')
+const { live, SandboxPaginator } = require('./live.js')
+const { version } = require('../../package.json')
 
 /** E2B's default sandbox lifetime. */
 const LIFETIME_MS = 300_000
@@ -21,13 +27,18 @@ const MAX_LIFETIME_MS = 2 ** 31 - 1
 const E2B_TEMPLATES = new Set(['code-interpreter-v1', 'code-interpreter-beta', 'code-interpreter', 'base'])
 /** This package's Sandbox options that the E2B options set, so `kern` may not. */
 const OWNED = ['image', 'env', 'network', 'boxWorkspace']
-
-/** Live sandboxes of this process, for `Sandbox.connect` and `Sandbox.kill`. */
-const live = new Map()
+/** Run once per machine, as root: whether the image has bash, and E2B's `user` (uid 1000, home
+ * /home/user) added where the image has none and its /etc is writable. */
+const SETUP =
+  '[ -x /bin/bash ] && echo shell=bash; ' +
+  'id -u user >/dev/null 2>&1 || { echo "user:x:1000:1000:user:/home/user:/bin/sh" >> /etc/passwd && ' +
+  'echo "user:x:1000:" >> /etc/group; } 2>/dev/null; id -u user >/dev/null 2>&1 && echo user=yes'
 
 function checkLifetime(ms, what) {
   if (typeof ms !== 'number' || !(ms > 0) || ms > MAX_LIFETIME_MS) {
-    throw new InvalidArgumentError(`${what} must be a positive number of milliseconds, at most ${MAX_LIFETIME_MS}`)
+    throw new InvalidArgumentError(
+      `${what} must be a positive number of milliseconds, at most ${MAX_LIFETIME_MS}, got ${String(ms)}`,
+    )
   }
   return ms
 }
@@ -63,38 +74,85 @@ function coreOptions(template, opts) {
   }
 }
 
+/** Opens the session and its machine; closes what was opened when a step fails. */
+async function openMachine(core) {
+  let session
+  try {
+    session = new CoreSandbox(core)
+    await session.open()
+    if (typeof session.machine !== 'function') {
+      throw new SandboxError(
+        'this build of kern-sandbox has no machines (Sandbox.machine): kern-sandbox/e2b needs them',
+      )
+    }
+    return { session, machine: await session.machine() }
+  } catch (e) {
+    await session?.close().catch(() => {})
+    throw toE2B(e)
+  }
+}
+
 class Sandbox {
-  #native
+  #session
+  #machine
   #contexts
+  #ports
   #killed = false
+  /** What ends with the sandbox (its watches). */
+  #onKill = new Set()
   #timer = null
   #endAt = 0
   #startedAt = new Date()
+  /** The machine's probe (its shell, its user), run on the first command or PTY: create() and the
+   * first cell do not wait for it. */
+  #setup = null
   #template
-  #image
+  #core
+  #box
 
   /** Use `Sandbox.create()`. */
-  constructor(native, { template, image, metadata, timeoutMs }) {
-    this.#native = native
+  constructor({ session, machine }, { template, core, metadata, timeoutMs }) {
+    this.#session = session
+    this.#machine = machine
     this.#template = template
-    this.#image = image
+    this.#core = core
     this.sandboxId = `kern${randomBytes(10).toString('hex')}`
+    /** Where `getHost()` hosts are: this machine's loopback. */
+    this.sandboxDomain = '127.0.0.1'
     this.metadata = metadata
+    this.#box = this.#makeBox()
     const host = this
     this.#contexts = new Contexts((language) => this.#startKernel(language), {
       get killed() {
         return host.#killed
       },
     })
-    const guard = (start) => this.#request(start)
-    this.files = new Filesystem(native, guard)
-    this.commands = new Commands(native, guard, () => Math.max(this.#endAt - Date.now(), 1))
+    const table = new ProcessTable(this.#box)
+    this.files = new Filesystem(this.#box)
+    this.commands = new Commands(this.#box, table)
+    this.pty = new Pty(this.#box, table)
+    this.#ports = new HostPorts(machine)
     this.#arm(timeoutMs)
     live.set(this.sandboxId, this)
   }
 
-  /** Creates a sandbox: `create(template?, opts?)` or `create(opts?)`. Resolves once its
-   * workspace is ready; the default Python context starts meanwhile. */
+  /** What the files, commands and PTY modules reach the machine through. */
+  #makeBox() {
+    return {
+      machine: this.#machine,
+      killed: () => this.#killed,
+      /** The session's cap on captured output, per stream: what a handle keeps while a command runs. */
+      maxOutputBytes: this.#session.maxOutputBytes ?? undefined,
+      guard: (start, classes) => this.#request(start, classes),
+      shell: async () => (await this.#request(() => this.#probed())).shell,
+      account: async (user) => this.#account(user),
+      /** Runs `fn` at kill(); returns what unregisters it. */
+      onKill: (fn) => (this.#onKill.add(fn), () => this.#onKill.delete(fn)),
+    }
+  }
+
+  /** Creates a sandbox: `create(template?, opts?)` or `create(opts?)`. Resolves once its machine
+   * runs; the default Python context starts meanwhile. */
   static async create(template, opts) {
     if (template !== undefined && typeof template !== 'string') [template, opts] = [undefined, template]
     opts = opts ?? {}
@@ -102,19 +160,8 @@ class Sandbox {
     const timeoutMs = checkLifetime(opts.timeoutMs ?? LIFETIME_MS, 'timeoutMs')
     const core = coreOptions(template, opts)
     const metadata = stringRecord(opts.metadata, 'metadata') // checked before anything is opened
-    let native
-    try {
-      native = callNative(() => new NativeSandbox(nativeOptions(core)))
-      await callNative(() => native.open(undefined, undefined))
-    } catch (e) {
-      throw toE2B(e)
-    }
-    const sbx = new Sandbox(native, {
-      template: template ?? 'code-interpreter-v1',
-      image: core.image,
-      metadata,
-      timeoutMs,
-    })
+    const opened = await openMachine(core)
+    const sbx = new Sandbox(opened, { template: template ?? 'code-interpreter-v1', core, metadata, timeoutMs })
     sbx.#contexts.warm()
     return sbx
   }
@@ -123,19 +170,46 @@ class Sandbox {
    * sandbox lives in the process that created it). */
   static async connect(sandboxId) {
     const s = live.get(sandboxId)
-    if (!s)
-      throw new NotFoundError(
-        `sandbox ${sandboxId} not found (it was killed, timed out, or belongs to another process)`,
+    if (!s) {
+      throw new SandboxNotFoundError(
+        `sandbox ${JSON.stringify(sandboxId)} not found (it was killed, timed out, or belongs to another process)`,
       )
+    }
     return s
   }
 
   /** Kills the live sandbox with that id; false when there is none. */
   static async kill(sandboxId) {
     const s = live.get(sandboxId)
-    if (!s) return false
-    await s.kill()
-    return true
+    return s ? await s.kill() : false
+  }
+
+  /** The running sandboxes of this process, as E2B's paginator. */
+  static list(opts) {
+    return new SandboxPaginator(opts)
+  }
+
+  /** E2B's fork copies a running sandbox, memory and processes included; a kern machine cannot be
+   * copied while it runs, so this says so (a new sandbox on a copy of the workspace, through
+   * `kern: { workspace }` or the package's snapshots, keeps the files). */
+  static async fork(sandboxId) {
+    const s = live.get(sandboxId)
+    if (!s) throw new SandboxNotFoundError(`sandbox ${JSON.stringify(sandboxId)} not found`)
+    return s.fork()
+  }
+
+  async fork() {
+    this.#alive()
+    throw new SandboxError(
+      `fork() is not supported by kern-sandbox/e2b: a running machine (sandbox ${this.sandboxId}) cannot be ` +
+        'copied with its processes; create a new sandbox on a copy of the workspace (kern: { workspace }) instead',
+    )
+  }
+
+  /** This sandbox (it is connected already). */
+  async connect() {
+    this.#alive()
+    return this
   }
 
   /** Runs `code` in a context (default: the default context of `language`, Python if absent). */
@@ -184,6 +258,30 @@ class Sandbox {
     await this.#contexts.remove(context)
   }
 
+  /** `127.0.0.1:<host port>`: where the host reaches `port` of the sandbox, over plain HTTP/TCP. */
+  getHost(port) {
+    this.#alive()
+    return this.#ports.host(port)
+  }
+
+  /** The machine's resource use now, as E2B's one-sample SandboxMetrics list. */
+  async getMetrics() {
+    const m = await this.#request(() => this.#machine.metrics())
+    const disk = diskOf(this.#session.workspacePath)
+    return [
+      {
+        timestamp: new Date(),
+        cpuUsedPct: m.cpuPercent,
+        cpuCount: this.#cpuCount(),
+        memUsed: m.memoryBytes,
+        memTotal: m.memoryLimitBytes ?? os.totalmem(),
+        memCache: 0,
+        diskUsed: m.diskBytes ?? disk.used,
+        diskTotal: disk.total,
+      },
+    ]
+  }
+
   /** Sets the sandbox's remaining lifetime, from now. */
   async setTimeout(timeoutMs) {
     this.#alive()
@@ -191,35 +289,51 @@ class Sandbox {
   }
 
   async isRunning() {
-    return !this.#killed
+    return !this.#killed && this.#machine.alive
   }
 
   async getInfo() {
     this.#alive()
     return {
       sandboxId: this.sandboxId,
-      templateId: this.#image,
+      templateId: this.#core.image,
       name: this.#template,
       metadata: { ...this.metadata },
       startedAt: this.#startedAt,
       endAt: new Date(this.#endAt),
+      state: 'running',
+      cpuCount: this.#cpuCount(),
+      memoryMB: this.#core.memoryMb ?? DEFAULTS.memoryMb ?? Math.floor(os.totalmem() / 2 ** 20),
+      envdVersion: `kern-sandbox ${version}`,
+      allowInternetAccess: this.#core.network,
+      sandboxDomain: this.sandboxDomain,
     }
   }
 
-  /** Ends the sandbox: kernels and boxes stop, requests in flight reject with TimeoutError, and
-   * the workspace is deleted (unless `kern.workspace` named one). Idempotent. */
+  /** Ends the sandbox: its processes, kernels and machine stop, requests in flight reject with
+   * TimeoutError, the workspace is deleted (unless `kern.workspace` named one). Resolves true, or
+   * false when it had ended already. */
   async kill() {
-    if (this.#killed) return
+    if (this.#killed) return false
     this.#killed = true
     clearTimeout(this.#timer)
     live.delete(this.sandboxId)
-    // The session first: it also stops kernels still starting, which closeAll() would wait for.
-    await this.#native.close()
+    for (const fn of this.#onKill) fn()
+    this.#onKill.clear()
+    await this.#ports.close()
+    await this.#machine.close().catch(() => {})
+    // The session after the machine: it also stops kernels still starting.
+    await this.#session.close()
     await this.#contexts.closeAll()
+    return true
   }
 
   async [Symbol.asyncDispose]() {
     await this.kill()
+  }
+
+  #cpuCount() {
+    return this.#core.cpus ?? DEFAULTS.cpus ?? os.availableParallelism()
   }
 
   #arm(ms) {
@@ -233,36 +347,77 @@ class Sandbox {
     if (this.#killed) throw new SandboxError(`sandbox ${this.sandboxId} was killed or reached the end of its lifetime`)
   }
 
-  /** One native request: refused once killed; its errors as E2B's; cut short by kill(), E2B's
+  /** One machine request: refused once killed; its errors as E2B's; cut short by kill(), E2B's
    * TimeoutError. */
-  async #request(start) {
+  async #request(start, classes) {
     this.#alive()
     try {
-      return await callNative(start)
+      return await start()
     } catch (e) {
-      throw this.#killed ? killedError(e) : toE2B(e)
+      throw this.#killed ? killedError(e) : toE2B(e, classes)
     }
   }
 
-  /** A started kernel for a context language: Python (IPython-style cells) for 'python' and
-   * 'bash', the package's JavaScript kernel for 'javascript' and 'typescript'. */
+  #probed() {
+    if (!this.#setup) {
+      this.#setup = this.#probe()
+      this.#setup.catch(() => (this.#setup = null)) // the next command tries again
+    }
+    return this.#setup
+  }
+
+  /** The image's shell, and whether commands can run as E2B's `user` (uid 1000 able to write
+   * /home/user); else they run as root with the user's HOME. */
+  async #probe() {
+    const r = await this.#machine.exec(['/bin/sh', '-c', SETUP], { timeoutS: 30 })
+    const shell = /shell=bash/.test(r.stdout) ? ['/bin/bash', '-l', '-c'] : ['/bin/sh', '-c']
+    let user = false
+    if (/user=yes/.test(r.stdout)) {
+      const t = await this.#machine
+        .exec(['/bin/sh', '-c', 'test -w /home/user'], { user: 'user', env: { HOME }, timeoutS: 30 })
+        .catch(() => null)
+      user = t !== null && t.exitCode === 0
+    }
+    return { shell, user }
+  }
+
+  /** How a process runs for E2B's `user` option: the machine's `user`, its home, its env. */
+  async #account(user) {
+    if (user === 'root') return { user: 'root', home: '/root', env: { HOME: '/root', USER: 'root', LOGNAME: 'root' } }
+    if (user !== 'user') return { user, home: HOME, env: {} }
+    const { user: asUser } = await this.#request(() => this.#probed())
+    return asUser
+      ? { user: 'user', home: HOME, env: { HOME, USER: 'user', LOGNAME: 'user' } }
+      : { user: undefined, home: HOME, env: { HOME } }
+  }
+
+  /** A started kernel for a context language, inside the machine: Python (IPython-style cells)
+   * for 'python' and 'bash', the package's JavaScript kernel for 'javascript' and 'typescript'. */
   async #startKernel(language) {
     this.#alive()
-    const cancel = (id) => this.#native.cancel(id)
-    // bash contexts run in the Python kernel (its shell escapes); a Python kernel takes IPython-style cells.
-    const lang = kernelLanguage(language === 'bash' ? 'python' : language)
-    const python = lang.native === 'python'
+    // bash contexts run in the Python kernel (its shell escapes).
+    const lang = language === 'bash' ? 'python' : language
+    const python = lang === 'python'
     try {
-      const native = await callNative(() => this.#native.kernel(KERNEL_BACKSTOP_S, lang.native, undefined, python))
-      return coreKernel(native, cancel, lang)
+      return await this.#machine.kernel({ language: lang, timeoutS: KERNEL_BACKSTOP_S, [IPYTHON]: python })
     } catch (e) {
       if (python || e.code !== 'ERR_NO_NODE') throw e
       throw new SandboxError(
-        `${language} contexts run on node, and this sandbox's image (${this.#image}) has no node on PATH: ` +
+        `${language} contexts run on node, and this sandbox's image (${this.#core.image}) has no node on PATH: ` +
           "use an image with both Python and Node, as E2B's code-interpreter template has",
         { cause: e, code: e.code },
       )
     }
+  }
+}
+
+/** The workspace's filesystem: its size and what is used of it. */
+function diskOf(dir) {
+  try {
+    const s = fs.statfsSync(dir)
+    return { total: s.blocks * s.bsize, used: (s.blocks - s.bfree) * s.bsize }
+  } catch {
+    return { total: 0, used: 0 }
   }
 }
 

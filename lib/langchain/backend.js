@@ -16,6 +16,7 @@ const {
   invalid,
   clipText,
   openMachine,
+  closeMachine,
   splitOptions,
   statFollow,
 } = require('../adapters.js')
@@ -102,6 +103,8 @@ function globRegex(pattern) {
   return new RegExp(`^${re}$`)
 }
 
+/** KernSandboxBackend on one copy of deepagents (each copy has its own BaseSandbox to extend).
+ * Long only as the class it makes is: each method is short. */
 function make({ BaseSandbox, normalizeReadPagination }) {
   class KernSandboxBackend extends BaseSandbox {
     /**
@@ -176,8 +179,7 @@ function make({ BaseSandbox, normalizeReadPagination }) {
       const machine = this._machine
       this._sbx = null
       this._machine = null
-      if (machine) await machine.close()
-      if (sbx) await sbx.close()
+      await closeMachine(machine, sbx)
     }
 
     /** Makes a machine port reachable from the host (127.0.0.1); idempotent per port. */
@@ -483,6 +485,7 @@ function fileError(e) {
     case 'ERR_IS_A_DIRECTORY':
       return 'is_directory'
     case 'ERR_INVALID_ARGUMENT':
+    case 'ERR_INVALID_OPTION':
     case 'ERR_NOT_A_DIRECTORY':
       return 'invalid_path'
     default:

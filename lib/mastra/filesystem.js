@@ -8,7 +8,8 @@ const posix = require('node:path').posix
 const crypto = require('node:crypto')
 const { checkPath, isMissing, invalid, statFollow, DEFAULT_FILE_BYTES } = require('../adapters.js')
 
-/** KernFilesystem on one copy of @mastra/core/workspace (see process.js). */
+/** KernFilesystem on one copy of @mastra/core/workspace (see process.js).
+ * Long only as the class it makes is: each method is short. */
 function make(
   {
     MastraFilesystem,

@@ -8,7 +8,8 @@ const posix = require('node:path').posix
 const { checkCommand, checkEnv, checkPath } = require('../adapters.js')
 
 /** The classes on one copy of @mastra/core/workspace (its CommonJS or its ES build: each has its
- * own base classes, and Mastra's instanceof checks need ours to extend the copy the app uses). */
+ * own base classes, and Mastra's instanceof checks need ours to extend the copy the app uses).
+ * Long only as the class it makes is: each method is short. */
 function make({ SandboxProcessManager, ProcessHandle }) {
   class KernProcessHandle extends ProcessHandle {
     constructor(proc, options, started, wiring) {

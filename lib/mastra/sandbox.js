@@ -5,9 +5,18 @@
 // supplies the machine: starting it, processes, files, ports.
 
 const crypto = require('node:crypto')
-const { checkPath, checkCount, openMachine, splitOptions, invalid, DEFAULT_FILE_BYTES } = require('../adapters.js')
+const {
+  checkPath,
+  checkCount,
+  openMachine,
+  closeMachine,
+  splitOptions,
+  invalid,
+  DEFAULT_FILE_BYTES,
+} = require('../adapters.js')
 
-/** KernSandbox on one copy of @mastra/core/workspace (see process.js). */
+/** KernSandbox on one copy of @mastra/core/workspace (see process.js).
+ * Long only as the class it makes is: each method is short. */
 function make({ MastraSandbox, validateSandboxFileMode, SandboxAbortError }, { KernProcessManager }) {
   class KernSandbox extends MastraSandbox {
     /**
@@ -81,8 +90,7 @@ function make({ MastraSandbox, validateSandboxFileMode, SandboxAbortError }, { K
       const machine = this._machine
       this._session = null
       this._machine = null
-      if (machine) await machine.close()
-      if (sbx) await sbx.close()
+      await closeMachine(machine, sbx)
     }
 
     async writeFiles(files, options = {}) {

@@ -22,7 +22,8 @@ function serializableOptions(o) {
   return JSON.parse(JSON.stringify(out))
 }
 
-/** KernSandboxClient on one copy of agents-core (see session.js). */
+/** KernSandboxClient on one copy of agents-core (see session.js).
+ * Long only as the class it makes is: each method is short. */
 function make({ sandbox, internal }, { KernSandboxSession }) {
   const { normalizeSandboxClientCreateArgs, SandboxUnsupportedFeatureError, SandboxConfigurationError } = sandbox
   const {

@@ -14,13 +14,15 @@ const {
   checkPath,
   checkCommand,
   checkCount,
+  closeMachine,
   isMissing,
   shellQuote,
   statFollow,
 } = require('../adapters.js')
 
 /** KernSandboxSession on one copy of agents-core (its CommonJS or its ES build: each has its own
- * error classes and Manifest, and the runtime's instanceof checks need the app's copy). */
+ * error classes and Manifest, and the runtime's instanceof checks need the app's copy).
+ * Long only as the class it makes is: each method is short. */
 function make({ core, sandbox, internal }) {
   const {
     Manifest,
@@ -195,8 +197,7 @@ function make({ core, sandbox, internal }) {
       this._closed = true
       this.state.workspaceReady = false
       if (this._owned) {
-        await this._machine.close()
-        if (this._sandbox) await this._sandbox.close()
+        await closeMachine(this._machine, this._sandbox)
       }
       this._onClose?.()
     }

@@ -20,52 +20,31 @@ pub struct BoxSpec<'a> {
     pub setup: bool,
     pub env_file: Option<&'a Path>,
     pub command: &'a [String],
+    /// A machine's box: a writable root, a terminal (kern gives a box /dev/pts only with `-it`),
+    /// and the agent with its control directory bound in.
+    pub machine: Option<MachineBox<'a>>,
+}
+
+pub struct MachineBox<'a> {
+    /// The agent binary on the host, bound read-only at `agent_at`.
+    pub agent: &'a Path,
+    pub agent_at: &'a str,
+    /// The private directory holding the control socket, bound read-only at `ctl_at`.
+    pub ctl: &'a Path,
+    pub ctl_at: &'a str,
 }
 
 /// The argv after the kern binary itself.
 pub fn box_argv(cfg: &Config, spec: &BoxSpec<'_>) -> Vec<OsString> {
     let mut a: Vec<OsString> = Vec::with_capacity(32 + spec.command.len());
-    let mut push = |s: &str| a.push(s.into());
-    push("box");
-    push(spec.name);
-    push("--image");
-    push(&cfg.image);
-    push("--ro");
-    push("-v");
-    // One bind of the workspace, at `cfg.box_workspace` (validated plain), also the workdir.
-    let mut ws = spec.workspace.as_os_str().to_owned();
-    ws.push(":");
-    ws.push(&cfg.box_workspace);
-    a.push(ws);
-    a.push("--workdir".into());
-    a.push((&cfg.box_workspace).into());
-    if spec.deps_readonly {
-        let mut deps = spec.workspace.join(DEPS_DIR).into_os_string();
-        deps.push(format!(":{}/{DEPS_DIR}:ro", cfg.box_workspace));
-        a.push("-v".into());
-        a.push(deps);
+    a.extend(["box", spec.name, "--image", &cfg.image].map(OsString::from));
+    if spec.machine.is_none() {
+        a.push("--ro".into());
     }
-    a.push("--timeout".into());
-    a.push(
-        (spec.timeout_s.ceil() as u64 + BACKSTOP_GRACE_S)
-            .to_string()
-            .into(),
-    );
-    if let Some(m) = cfg.memory_mb {
-        a.push("--memory".into());
-        a.push(format!("{m}m").into());
-    }
-    if let Some(c) = cfg.cpus {
-        a.push("--cpus".into());
-        a.push(c.to_string().into());
-    }
-    if let Some(p) = cfg.pids {
-        a.push("--pids-limit".into());
-        a.push(p.to_string().into());
-    }
+    workspace_flags(&mut a, cfg, spec);
+    limit_flags(&mut a, cfg, spec);
     if !cfg.egress_allow.is_empty() && !spec.setup {
-        a.push("--egress-allow".into());
-        a.push(cfg.egress_allow.join(",").into());
+        flag(&mut a, "--egress-allow", cfg.egress_allow.join(","));
     } else if cfg.network || spec.setup {
         a.push("--net".into());
     }
@@ -77,31 +56,93 @@ pub fn box_argv(cfg: &Config, spec: &BoxSpec<'_>) -> Vec<OsString> {
         if m.read_only {
             v.push(":ro");
         }
-        a.push("-v".into());
-        a.push(v);
+        flag(&mut a, "-v", v);
     }
+    security_flags(&mut a, cfg);
+    if let Some(f) = spec.env_file {
+        flag(&mut a, "--env-file", f);
+    }
+    if let Some(m) = &spec.machine {
+        for (host, at) in [(m.agent, m.agent_at), (m.ctl, m.ctl_at)] {
+            let mut v = host.as_os_str().to_owned();
+            v.push(format!(":{at}:ro"));
+            flag(&mut a, "-v", v);
+        }
+        a.push("-it".into());
+    }
+    a.push("--".into());
+    a.extend(spec.command.iter().map(OsString::from));
+    a
+}
+
+/// The argv of a box whose own image (a kernel's or a machine's), if given, replaces the
+/// session's for that box only.
+pub fn box_argv_with_image(
+    cfg: &Config,
+    image: Option<String>,
+    spec: &BoxSpec<'_>,
+) -> Vec<OsString> {
+    match image {
+        Some(image) => box_argv(
+            &Config {
+                image,
+                ..cfg.clone()
+            },
+            spec,
+        ),
+        None => box_argv(cfg, spec),
+    }
+}
+
+fn flag(a: &mut Vec<OsString>, name: &str, value: impl Into<OsString>) {
+    a.push(name.into());
+    a.push(value.into());
+}
+
+/// One bind of the workspace, at `cfg.box_workspace` (validated plain), also the workdir; and
+/// its dependencies read-only over it where asked.
+fn workspace_flags(a: &mut Vec<OsString>, cfg: &Config, spec: &BoxSpec<'_>) {
+    let mut ws = spec.workspace.as_os_str().to_owned();
+    ws.push(":");
+    ws.push(&cfg.box_workspace);
+    flag(a, "-v", ws);
+    flag(a, "--workdir", &cfg.box_workspace);
+    if spec.deps_readonly {
+        let mut deps = spec.workspace.join(DEPS_DIR).into_os_string();
+        deps.push(format!(":{}/{DEPS_DIR}:ro", cfg.box_workspace));
+        flag(a, "-v", deps);
+    }
+}
+
+/// kern's backstop timeout and the resource limits.
+fn limit_flags(a: &mut Vec<OsString>, cfg: &Config, spec: &BoxSpec<'_>) {
+    let backstop = spec.timeout_s.ceil() as u64 + BACKSTOP_GRACE_S;
+    flag(a, "--timeout", backstop.to_string());
+    if let Some(m) = cfg.memory_mb {
+        flag(a, "--memory", format!("{m}m"));
+    }
+    if let Some(c) = cfg.cpus {
+        flag(a, "--cpus", c.to_string());
+    }
+    if let Some(p) = cfg.pids {
+        flag(a, "--pids-limit", p.to_string());
+    }
+}
+
+/// Dropped capabilities, seccomp and AppArmor profiles, and whether kern must enforce limits.
+fn security_flags(a: &mut Vec<OsString>, cfg: &Config) {
     for c in &cfg.cap_drop {
-        a.push("--cap-drop".into());
-        a.push(c.into());
+        flag(a, "--cap-drop", c);
     }
     if let Some(p) = &cfg.security_profile {
-        a.push("--security-profile".into());
-        a.push(p.into());
+        flag(a, "--security-profile", p);
     }
     if cfg.require_limits {
         a.push("--require-limits".into());
     }
     if let Some(p) = &cfg.apparmor {
-        a.push("--apparmor".into());
-        a.push(p.into());
+        flag(a, "--apparmor", p);
     }
-    if let Some(f) = spec.env_file {
-        a.push("--env-file".into());
-        a.push(f.into());
-    }
-    a.push("--".into());
-    a.extend(spec.command.iter().map(OsString::from));
-    a
 }
 
 #[cfg(test)]
@@ -153,6 +194,7 @@ mod tests {
             setup: false,
             env_file: Some(Path::new("/tmp/p/env")),
             command: &cmd,
+            machine: None,
         };
         assert_eq!(
             strs(box_argv(&cfg(), &spec)),
@@ -213,6 +255,7 @@ mod tests {
             setup: false,
             env_file: None,
             command: &cmd,
+            machine: None,
         };
         assert_eq!(
             strs(box_argv(&c, &spec)),
@@ -269,6 +312,7 @@ mod tests {
             setup: false,
             env_file: None,
             command: &cmd,
+            machine: None,
         };
         let v = strs(box_argv(&c, &spec));
         assert_eq!(
@@ -298,6 +342,7 @@ mod tests {
             setup: true,
             env_file: None,
             command: &cmd,
+            machine: None,
         };
         let v = strs(box_argv(&c, &spec));
         assert!(v.contains(&"--net".to_string()));

@@ -64,6 +64,30 @@ pub fn classify(e: &Ending<'_>) -> Option<Fault> {
     Some(fault)
 }
 
+/// How a process in a machine ended: our deadline, a blocked syscall or a SIGKILL. No kern
+/// backstop or box start applies to it, and a SIGTERM is only a SIGTERM.
+pub fn classify_process(exit_code: i32, timed_out: Option<f64>) -> Option<Fault> {
+    if exit_code == EXIT_SIGTERM && timed_out.is_none() {
+        return None;
+    }
+    classify(&Ending {
+        exit_code,
+        timed_out: timed_out.is_some(),
+        timeout_s: timed_out.unwrap_or(0.0),
+        started: Started::Yes { mem_cap: 0 },
+        stderr: b"",
+        survivors: None,
+    })
+}
+
+/// A process that was still running when its machine ended.
+pub fn machine_gone() -> Fault {
+    Fault::new(
+        "killed",
+        "the machine ended (closed, or its box died) while the process ran",
+    )
+}
+
 fn classify_inner(e: &Ending<'_>) -> Option<Fault> {
     if e.timed_out {
         return Some(Fault::new(

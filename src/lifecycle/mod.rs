@@ -10,4 +10,5 @@ pub mod fault;
 pub mod launch;
 pub mod locate;
 pub mod outcome;
+pub mod procfs;
 pub mod spawn;

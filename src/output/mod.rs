@@ -44,7 +44,7 @@ pub struct Captured {
 }
 
 /// Appends what fits under `cap`; reports whether anything was cut.
-fn keep(out: &mut Vec<u8>, chunk: &[u8], cap: usize) -> bool {
+pub fn keep(out: &mut Vec<u8>, chunk: &[u8], cap: usize) -> bool {
     let room = cap.saturating_sub(out.len());
     if chunk.len() <= room {
         if out.capacity() - out.len() < chunk.len() {

@@ -1,5 +1,6 @@
 //! A sandbox session: its workspace, its private directory, and the calls that run boxes in it.
 
+mod machines;
 mod pip;
 pub mod pool;
 
@@ -82,6 +83,8 @@ pub struct Session {
     calls: Arc<Calls>,
     /// The session's warm kernels, closed with it.
     kernels: Mutex<Vec<Weak<Kernel>>>,
+    /// The session's machines, closed with it.
+    machines: Mutex<Vec<Weak<crate::machine::Machine>>>,
     /// Held shared by a background snapshot/restore: close() waits for them to stop before it
     /// removes a workspace they may still be writing.
     jobs: tokio::sync::RwLock<()>,
@@ -118,6 +121,7 @@ impl Session {
             lifecycle: tokio::sync::Mutex::new(()),
             calls: Default::default(),
             kernels: Mutex::new(Vec::new()),
+            machines: Mutex::new(Vec::new()),
             jobs: tokio::sync::RwLock::new(()),
         }
     }
@@ -249,6 +253,7 @@ impl Session {
         for k in kernels {
             k.close().await;
         }
+        self.close_machines().await;
         drop(self.jobs.write().await);
         if let Some(pool) = opened.as_ref().and_then(|o| o.pool.clone()) {
             pool.close().await;
@@ -384,36 +389,9 @@ impl Session {
         self.check_env()?;
         let opened = self.opened()?;
         let name = box_name();
-        let marker = format!("kern-kernel-{}", random_hex(8));
-        let mut command = language.command(&marker);
-        if ipython {
-            if language != Driver::Python {
-                return Err(Error::sandbox(
-                    "IPython-style cells are for Python kernels only",
-                ));
-            }
-            // The driver tells `%pip` without a network apart, to say so instead of hanging. The
-            // marker stays last: it is how the host finds the driver to interrupt it.
-            let net = self.cfg.network || !self.cfg.egress_allow.is_empty();
-            let mode = if net {
-                "ipython:net"
-            } else {
-                "ipython:offline"
-            };
-            command.insert(command.len() - 1, mode.into());
-        }
+        let (marker, command) = self.kernel_command(language, ipython)?;
         let spec = self.box_spec(&opened, &name, &command, false, KERNEL_BACKSTOP_S);
-        // A kernel's own image replaces the session's for this box only.
-        let args = match image {
-            Some(image) => argv::box_argv(
-                &Config {
-                    image,
-                    ..self.cfg.clone()
-                },
-                &spec,
-            ),
-            None => argv::box_argv(&self.cfg, &spec),
-        };
+        let args = argv::box_argv_with_image(&self.cfg, image, &spec);
         // Registered before the box starts, so a close() meanwhile stops the start too.
         let starting = self.calls.register(None);
         let (boxed, pipes) = spawn::start_resident(
@@ -424,25 +402,18 @@ impl Session {
             self.env_id,
         )
         .await?;
-        let timeout = timeout_s.unwrap_or(self.cfg.timeout_s);
-        let startup =
-            Duration::from_secs_f64(timeout.clamp(KERNEL_MIN_STARTUP_S, KERNEL_MAX_STARTUP_S));
         let kernel = Kernel::start(
-            boxed,
+            crate::kernel::host::Host::Box(boxed),
             pipes,
             self.cfg.max_output,
             marker,
             language,
-            startup,
+            self.kernel_startup(timeout_s),
             &starting.cancel,
         )
         .await?;
         drop(starting);
-        {
-            let mut ks = self.kernels.lock().unwrap_or_else(|p| p.into_inner());
-            ks.retain(|k| k.strong_count() > 0);
-            ks.push(Arc::downgrade(&kernel));
-        }
+        self.adopt_kernel(&kernel);
         // A close() that ran while the kernel started must not leave it behind.
         if !self.is_open() {
             kernel.close().await;
@@ -451,6 +422,43 @@ impl Session {
             ));
         }
         Ok(kernel)
+    }
+
+    /// A kernel driver's command, and the marker that ends it (how the host finds the driver to
+    /// interrupt it).
+    pub fn kernel_command(&self, language: Driver, ipython: bool) -> Result<(String, Vec<String>)> {
+        let marker = format!("kern-kernel-{}", random_hex(8));
+        let mut command = language.command(&marker);
+        if ipython {
+            if language != Driver::Python {
+                return Err(Error::sandbox(
+                    "IPython-style cells are for Python kernels only",
+                ));
+            }
+            // The driver tells `%pip` without a network apart, to say so instead of hanging. The
+            // marker stays last.
+            let net = self.cfg.network || !self.cfg.egress_allow.is_empty();
+            let mode = if net {
+                "ipython:net"
+            } else {
+                "ipython:offline"
+            };
+            command.insert(command.len() - 1, mode.into());
+        }
+        Ok((marker, command))
+    }
+
+    /// A kernel gets at least KERNEL_MIN_STARTUP_S to come up, at most KERNEL_MAX_STARTUP_S.
+    pub fn kernel_startup(&self, timeout_s: Option<f64>) -> Duration {
+        let timeout = timeout_s.unwrap_or(self.cfg.timeout_s);
+        Duration::from_secs_f64(timeout.clamp(KERNEL_MIN_STARTUP_S, KERNEL_MAX_STARTUP_S))
+    }
+
+    /// Registers a kernel to be closed with the session.
+    pub fn adopt_kernel(&self, kernel: &Arc<Kernel>) {
+        let mut ks = self.kernels.lock().unwrap_or_else(|p| p.into_inner());
+        ks.retain(|k| k.strong_count() > 0);
+        ks.push(Arc::downgrade(kernel));
     }
 
     /// One box call: checks first, then the box inside its file-change window, then the result.
@@ -540,6 +548,7 @@ impl Session {
             setup,
             env_file: Some(&opened.env_file),
             command,
+            machine: None,
         }
     }
 

@@ -283,6 +283,9 @@ fn parse_box(rest: &[&str]) -> Result<BoxArgs, Error> {
                     }
                 }
             }
+            // kern's -it gives the box a console terminal and /dev/pts; bwrap's --dev always
+            // mounts a private devpts, so the stand-in's boxes have terminals either way.
+            "-i" | "-t" | "-it" | "-ti" | "--interactive" | "--tty" => {}
             "-w" | "--workdir" => {
                 i += 1;
                 a.workdir = value(i).map(str::to_string);

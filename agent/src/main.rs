@@ -1,0 +1,151 @@
+//! kern-sandbox-agent: PID 1 of a kern-sandbox machine's box.
+//!
+//! `kern-sandbox-agent <socket>` connects to the host's unix socket and serves it (see [`proto`])
+//! until the connection closes; then it kills every process group it started and exits, which
+//! ends the box. It reaps every child, orphans included, and shrugs off the signals a shell in the
+//! box could send it.
+
+mod conn;
+mod error;
+mod files;
+mod metrics;
+mod ports;
+mod process;
+mod proto;
+mod pty;
+mod users;
+mod watch;
+
+use std::os::unix::net::UnixStream;
+
+/// Threads here only shuffle bytes between fds and queues; a small stack keeps a machine with
+/// hundreds of processes (up to four threads each) light.
+const THREAD_STACK: usize = 256 << 10;
+
+/// Starts a named thread with the agent's stack size. Failing to start one is fatal: the agent
+/// could not keep its promises (an answer, an exit frame) without it.
+pub fn spawn_thread<F: FnOnce() + Send + 'static>(name: &str, f: F) {
+    if let Err(e) = std::thread::Builder::new()
+        .name(name.into())
+        .stack_size(THREAD_STACK)
+        .spawn(f)
+    {
+        eprintln!("kern-sandbox-agent: cannot start a {name} thread: {e}");
+        std::process::exit(70);
+    }
+}
+
+extern "C" fn ignore_signal(_: libc::c_int) {}
+
+/// Signal setup, before any thread exists (threads inherit the mask).
+///
+/// SIGTERM, SIGINT and SIGHUP get a do-nothing handler rather than SIG_IGN: a handled signal is
+/// survived (a stray `kill -1` or `kill 1` in the box), and unlike SIG_IGN a handler is reset by
+/// exec, so children start with the default. SIGCHLD is blocked in every thread and waited for by
+/// the reaper; std's spawn clears the mask in the child.
+fn setup_signals() {
+    // SAFETY: sigaction/sigprocmask with structs initialized here; the handler is async-signal-safe
+    // (it does nothing).
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = ignore_signal as *const () as usize;
+        action.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut action.sa_mask);
+        for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+            libc::sigaction(sig, &action, std::ptr::null_mut());
+        }
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGCHLD);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
+
+/// What the agent inherited and must not hand on to the processes it starts: fds its parent
+/// left open (everything the agent opens itself is CLOEXEC) and ignored signals (SIG_IGN
+/// survives exec). SIGPIPE stays ignored in the agent (a closed socket must be an error, not
+/// death); std resets it in every child.
+fn scrub_inheritance() {
+    // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only sets flags on this process's fds.
+    let marked = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    } == 0;
+    if !marked {
+        let fds: Vec<i32> = std::fs::read_dir("/proc/self/fd")
+            .map(|d| {
+                d.flatten()
+                    .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        for fd in fds.into_iter().filter(|fd| *fd > 2) {
+            // SAFETY: F_SETFD on an fd number; a stale one (the read_dir's own) just fails.
+            unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+        }
+    }
+    for sig in 1..=64 {
+        if [libc::SIGKILL, libc::SIGSTOP, libc::SIGPIPE].contains(&sig) {
+            continue;
+        }
+        // SAFETY: sigaction reads and writes the struct we own; libc-reserved signals fail with
+        // EINVAL and are left alone.
+        unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(sig, std::ptr::null(), &mut old) == 0
+                && old.sa_sigaction == libc::SIG_IGN
+            {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+        }
+    }
+}
+
+fn main() {
+    let mut args = std::env::args_os().skip(1);
+    let (Some(socket), None) = (args.next(), args.next()) else {
+        eprintln!("usage: kern-sandbox-agent <socket path>");
+        std::process::exit(2);
+    };
+    scrub_inheritance();
+    setup_signals();
+    // As PID 1 the agent inherits orphans anyway; elsewhere (the host tests) this makes it the
+    // one that reaps them, the same as in a box.
+    // SAFETY: prctl with integer arguments only.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    let stream = match UnixStream::connect(&socket) {
+        Ok(stream) => stream,
+        Err(e) => {
+            eprintln!(
+                "kern-sandbox-agent: connect {}: {e}",
+                socket.to_string_lossy()
+            );
+            std::process::exit(1);
+        }
+    };
+    grow_buffers(&stream);
+    std::process::exit(conn::serve(stream));
+}
+
+/// A large send buffer: a file read or an output burst reaches the host in one or two writes
+/// instead of a wake-up per 200 KiB. Best effort; the default works, only slower.
+fn grow_buffers(stream: &UnixStream) {
+    use std::os::fd::AsRawFd;
+    let size: libc::c_int = 4 << 20;
+    for opt in [libc::SO_SNDBUF, libc::SO_RCVBUF] {
+        // SAFETY: setsockopt on a socket we own, with a pointer to a live c_int and its size.
+        unsafe {
+            libc::setsockopt(
+                stream.as_raw_fd(),
+                libc::SOL_SOCKET,
+                opt,
+                (&size as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+    }
+}

@@ -1,0 +1,396 @@
+'use strict'
+// Machine and Process: one persistent box per Sandbox#machine() call (see src/machine/). Their API
+// is documented in index.d.ts; the comments here say how it is done.
+
+const fs = require('node:fs')
+const path = require('node:path')
+const os = require('node:os')
+const { SandboxError, coded, callNative } = require('./errors.js')
+const { optionsBag, checkCallback, checkSignal, toBytes, checkPath, show } = require('./options.js')
+const { chunkSink, cancellable } = require('./calls.js')
+const { finishResult, deliver } = require('./results.js')
+const { Kernel, kernelLanguage } = require('./kernel.js')
+
+/** An option only this package's own entries pass (kern-sandbox/e2b): IPython-style cells. */
+const IPYTHON = Symbol.for('kern-sandbox.ipython')
+
+const AGENT = 'kern-sandbox-agent'
+
+/** Where the in-box agent binary is: $KERN_SANDBOX_AGENT, beside the package (a checkout's build),
+ * or in the platform package that also holds the .node file. */
+function agentPath() {
+  const candidates = []
+  if (process.env.KERN_SANDBOX_AGENT) candidates.push(path.resolve(process.env.KERN_SANDBOX_AGENT))
+  candidates.push(path.join(__dirname, '..', AGENT))
+  for (const libc of ['gnu', 'musl']) {
+    try {
+      const pkg = require.resolve(`kern-sandbox-linux-${process.arch}-${libc}/package.json`)
+      candidates.push(path.join(path.dirname(pkg), AGENT))
+    } catch {
+      // not installed: the next candidate
+    }
+  }
+  const found = candidates.find((p) => fs.existsSync(p))
+  if (!found) {
+    throw new SandboxError(
+      `machines need the ${AGENT} binary and none was found (looked at ${candidates.join(', ')}); ` +
+        'in a checkout, `npm run build` builds it',
+    )
+  }
+  return found
+}
+
+/** Data as a Buffer for the native side, without copying one that already is. */
+function bytesOf(data) {
+  const b = toBytes(data)
+  return Buffer.isBuffer(b) ? b : Buffer.from(b)
+}
+
+/** A command as an argv: a string runs through the image's /bin/sh. */
+function argvOf(command) {
+  if (typeof command === 'string') {
+    if (command === '') throw coded('ERR_INVALID_OPTION', 'the command is an empty string')
+    return ['/bin/sh', '-c', command]
+  }
+  if (!Array.isArray(command) || command.length === 0) {
+    throw coded('ERR_INVALID_OPTION', `a command is a string or a non-empty argv array, got ${show(command)}`)
+  }
+  for (let i = 0; i < command.length; i++) {
+    if (typeof command[i] !== 'string') {
+      throw coded('ERR_INVALID_OPTION', `argv[${i}] must be a string, got ${show(command[i])}`)
+    }
+  }
+  return command
+}
+
+function signalNumber(signal) {
+  if (signal === undefined) return os.constants.signals.SIGKILL
+  if (typeof signal === 'number' && Number.isInteger(signal)) return signal
+  const n = typeof signal === 'string' ? os.constants.signals[signal.toUpperCase()] : undefined
+  if (n === undefined) throw coded('ERR_INVALID_OPTION', `unknown signal ${show(signal)}`)
+  return n
+}
+
+function checkEnv(env) {
+  if (env == null) return undefined
+  if (typeof env !== 'object' || Array.isArray(env)) throw coded('ERR_INVALID_OPTION', 'env must be an object')
+  for (const [k, v] of Object.entries(env)) {
+    if (typeof v !== 'string') throw coded('ERR_INVALID_OPTION', `env.${k} must be a string, got ${show(v)}`)
+  }
+  return env
+}
+
+function checkPty(pty) {
+  if (pty == null) return undefined
+  if (typeof pty !== 'object' || !Number.isInteger(pty.cols) || !Number.isInteger(pty.rows)) {
+    throw coded('ERR_INVALID_OPTION', 'pty must be { cols, rows } with whole numbers')
+  }
+  if (pty.cols <= 0 || pty.rows <= 0) throw coded('ERR_INVALID_OPTION', 'pty cols and rows must be positive')
+  return pty
+}
+
+function optionalNumber(name, v) {
+  if (v == null) return undefined
+  if (typeof v !== 'number' || !(v > 0)) throw coded('ERR_INVALID_OPTION', `${name} must be a positive number`)
+  return v
+}
+
+/** What exec and spawn share, checked and in the native shape. */
+function processOptions(opts) {
+  if (opts.cwd != null) checkPath('cwd', opts.cwd)
+  if (opts.user != null && typeof opts.user !== 'string') {
+    throw coded('ERR_INVALID_OPTION', `user must be a string, got ${show(opts.user)}`)
+  }
+  return {
+    cwd: opts.cwd ?? undefined,
+    env: checkEnv(opts.env),
+    timeoutS: optionalNumber('timeoutS', opts.timeoutS),
+    maxOutputBytes: optionalNumber('maxOutputBytes', opts.maxOutputBytes),
+    user: opts.user ?? undefined,
+  }
+}
+
+function callbacks(opts, names) {
+  for (const n of names) checkCallback(n, opts[n])
+  return names.map((n) => chunkSink(opts[n]))
+}
+
+class Process {
+  #native
+  #sub
+  #waiting = null
+  #fields
+
+  constructor(native, pid, sub, fields) {
+    this.#native = native
+    this.#sub = sub
+    this.#fields = fields
+    Object.defineProperty(this, 'pid', { value: pid, enumerable: true })
+  }
+
+  get exitCode() {
+    try {
+      return this.#native.exitCode(this.pid)
+    } catch {
+      return null
+    }
+  }
+
+  async write(data) {
+    await callNative(() => this.#native.write(this.pid, bytesOf(data)))
+  }
+
+  async end() {
+    await callNative(() => this.#native.closeStdin(this.pid))
+  }
+
+  async kill(signal) {
+    const n = signalNumber(signal)
+    return await callNative(() => this.#native.kill(this.pid, n))
+  }
+
+  async resize(size) {
+    const { cols, rows } = checkPty(size) ?? {}
+    if (cols === undefined) throw coded('ERR_INVALID_OPTION', 'resize needs { cols, rows }')
+    await callNative(() => this.#native.resize(this.pid, cols, rows))
+  }
+
+  wait() {
+    this.#waiting ??= callNative(() => this.#native.wait(this.pid)).then((r) => finishResult(r))
+    return this.#waiting
+  }
+
+  detach() {
+    if (this.#sub !== null) this.#native.detach(this.pid, this.#sub)
+    this.#sub = null
+  }
+
+  toJSON() {
+    return { pid: this.pid, exitCode: this.exitCode, ...this.#fields }
+  }
+}
+
+class Machine {
+  #native
+  #sandbox
+  #cancel
+  #closed = false
+
+  constructor(native, sandbox, cancel) {
+    this.#native = native
+    this.#sandbox = sandbox
+    this.#cancel = cancel
+  }
+
+  get name() {
+    return this.#native.name
+  }
+
+  get alive() {
+    return !this.#closed && this.#native.alive
+  }
+
+  get workdir() {
+    return this.#native.workdir
+  }
+
+  async exec(command, opts = {}) {
+    opts = optionsBag('exec', opts)
+    const argv = argvOf(command)
+    const native = processOptions(opts)
+    if (opts.stdin != null) {
+      if (typeof opts.stdin !== 'string' && !ArrayBuffer.isView(opts.stdin)) {
+        throw coded('ERR_INVALID_OPTION', 'stdin must be a string or a Buffer')
+      }
+      native.stdin = bytesOf(opts.stdin)
+    }
+    const signal = checkSignal(opts.signal)
+    const [out, err] = callbacks(opts, ['onStdout', 'onStderr'])
+    const r = await cancellable(signal, this.#cancel, (callId) =>
+      this.#native.exec(argv, { ...native, callId }, out, err),
+    )
+    return finishResult(r)
+  }
+
+  async spawn(command, opts = {}) {
+    opts = optionsBag('spawn', opts)
+    const argv = argvOf(command)
+    const native = processOptions(opts)
+    const pty = checkPty(opts.pty)
+    if (pty) Object.assign(native, { ptyCols: pty.cols, ptyRows: pty.rows })
+    native.openStdin = opts.stdin === true
+    const signal = checkSignal(opts.signal)
+    if (signal && signal.aborted) throw signal.reason
+    const [out, err, data] = callbacks(opts, ['onStdout', 'onStderr', 'onData'])
+    const { pid, sub } = await callNative(() => this.#native.spawn(argv, native, out, err, data))
+    const p = new Process(this.#native, pid, sub, { command: argv[0], args: argv.slice(1), pty: !!pty })
+    if (signal) signal.addEventListener('abort', () => p.kill().catch(() => {}), { once: true })
+    return p
+  }
+
+  async processes() {
+    return this.#native.processes().map((p) => ({
+      pid: p.pid,
+      command: p.argv[0],
+      args: p.argv.slice(1),
+      cwd: p.cwd,
+      pty: p.pty,
+    }))
+  }
+
+  async attach(pid, opts = {}) {
+    opts = optionsBag('attach', opts)
+    if (!Number.isInteger(pid) || pid <= 0) throw coded('ERR_INVALID_OPTION', `pid must be a positive integer`)
+    const [out, err, data] = callbacks(opts, ['onStdout', 'onStderr', 'onData'])
+    const sub = callNative(() => this.#native.attach(pid, out, err, data))
+    const info = this.#native.processes().find((p) => p.pid === pid)
+    const fields = info ? { command: info.argv[0], args: info.argv.slice(1), pty: info.pty } : {}
+    return new Process(this.#native, pid, sub, fields)
+  }
+
+  async readFile(p, opts = {}) {
+    checkPath('path', p)
+    const maxBytes = optionalNumber('maxBytes', optionsBag('readFile', opts).maxBytes)
+    return await callNative(() => this.#native.readFile(p, maxBytes))
+  }
+
+  async writeFile(p, data, opts = {}) {
+    checkPath('path', p)
+    const mode = optionsBag('writeFile', opts).mode
+    if (mode != null && (!Number.isInteger(mode) || mode < 0)) {
+      throw coded('ERR_INVALID_OPTION', 'mode must be a non-negative integer')
+    }
+    await callNative(() => this.#native.writeFile(p, bytesOf(data), mode ?? undefined))
+  }
+
+  async list(p, opts = {}) {
+    checkPath('path', p)
+    const depth = optionsBag('list', opts).depth ?? 1
+    if (!Number.isInteger(depth) || depth < 1) throw coded('ERR_INVALID_OPTION', 'depth must be an integer >= 1')
+    return JSON.parse(await callNative(() => this.#native.list(p, depth))).map(entry)
+  }
+
+  async stat(p) {
+    checkPath('path', p)
+    return entry(JSON.parse(await callNative(() => this.#native.stat(p))))
+  }
+
+  async remove(p) {
+    checkPath('path', p)
+    await callNative(() => this.#native.remove(p))
+  }
+
+  async rename(from, to) {
+    checkPath('from', from)
+    checkPath('to', to)
+    await callNative(() => this.#native.rename(from, to))
+  }
+
+  async mkdir(p) {
+    checkPath('path', p)
+    return await callNative(() => this.#native.mkdir(p))
+  }
+
+  async watch(p, onEvent, opts = {}) {
+    checkPath('path', p)
+    if (typeof onEvent !== 'function') throw new TypeError('onEvent must be a function')
+    const recursive = !!optionsBag('watch', opts).recursive
+    let open = true
+    const forward = (text) => {
+      if (open) deliver(onEvent, JSON.parse(text))
+    }
+    const id = await callNative(() => this.#native.watch(p, recursive, forward))
+    const native = this.#native
+    return {
+      async close() {
+        if (!open) return
+        open = false
+        await callNative(() => native.unwatch(id)).catch((e) => {
+          if (e.code !== 'ERR_MACHINE_GONE') throw e
+        })
+      },
+    }
+  }
+
+  async exposePort(port) {
+    if (!Number.isInteger(port) || port < 1 || port > 65535) {
+      throw coded('ERR_INVALID_OPTION', `port must be an integer from 1 to 65535, got ${show(port)}`)
+    }
+    const host = await callNative(() => this.#native.exposePort(port))
+    return { host: '127.0.0.1', port: host, url: `http://127.0.0.1:${host}`, machinePort: port }
+  }
+
+  async metrics() {
+    const m = JSON.parse(await callNative(() => this.#native.metrics()))
+    return {
+      cpuPercent: m.cpuPercent,
+      memoryBytes: m.memoryBytes,
+      memoryLimitBytes: m.memoryLimitBytes ?? null,
+      pids: m.pids,
+      diskBytes: m.diskBytes ?? null,
+    }
+  }
+
+  // The driver runs as a process of the machine; the Kernel class serves it as any other.
+  async kernel(opts = {}) {
+    opts = optionsBag('kernel', opts)
+    if (opts.image != null) {
+      throw coded(
+        'ERR_INVALID_OPTION',
+        "a machine's kernel runs in the machine's own image; image is not an option here",
+      )
+    }
+    const timeoutS = optionalNumber('timeoutS', opts.timeoutS)
+    const language = kernelLanguage(opts.language ?? 'python')
+    const ipython = opts[IPYTHON] === true
+    const native = await callNative(() => this.#native.kernel(timeoutS, language.native, ipython))
+    return new Kernel(native, this.#sandbox, this.#cancel, language)
+  }
+
+  async close() {
+    this.#closed = true
+    await this.#native.close()
+  }
+
+  async [Symbol.asyncDispose]() {
+    await this.close()
+  }
+}
+
+/** An agent entry in the shape index.d.ts gives MachineEntry. */
+function entry(e) {
+  return {
+    name: e.name,
+    path: e.path,
+    type: e.type,
+    size: e.size,
+    mode: e.mode,
+    mtime: e.mtime,
+    symlinkTarget: e.symlinkTarget ?? null,
+    owner: e.owner,
+    group: e.group,
+  }
+}
+
+/** Sandbox#machine(): checks the options, starts the box, exposes the ports asked for. */
+async function openMachine(sandbox, nativeSandbox, opts) {
+  opts = optionsBag('machine', opts)
+  if (opts.image != null && typeof opts.image !== 'string') {
+    throw coded('ERR_INVALID_OPTION', `image must be a string, got ${show(opts.image)}`)
+  }
+  const ports = opts.ports ?? []
+  if (!Array.isArray(ports)) throw coded('ERR_INVALID_OPTION', 'ports must be an array of port numbers')
+  const timeoutS = optionalNumber('timeoutS', opts.timeoutS)
+  const agent = agentPath()
+  const native = await callNative(() => nativeSandbox.machine(agent, opts.image ?? undefined, timeoutS))
+  const m = new Machine(native, sandbox, (id) => nativeSandbox.cancel(id))
+  try {
+    for (const p of ports) await m.exposePort(p)
+  } catch (e) {
+    await m.close()
+    throw e
+  }
+  return m
+}
+
+module.exports = { Machine, Process, openMachine, agentPath }

@@ -1,0 +1,44 @@
+//! Finding a box's processes on the host through /proc: below kern's pid, by command line.
+
+use std::collections::HashMap;
+
+/// A process below `root` (by parent links) whose command line (NUL-separated, as in
+/// /proc/PID/cmdline) `matches`.
+pub fn find_descendant(root: i32, matches: impl Fn(&[u8]) -> bool) -> Option<i32> {
+    let parent = parents()?;
+    let descends = |mut pid: i32| {
+        for _ in 0..64 {
+            match parent.get(&pid) {
+                Some(&p) if p == root => return true,
+                Some(&p) if p > 1 => pid = p,
+                _ => return false,
+            }
+        }
+        false
+    };
+    parent.keys().copied().find(|&pid| {
+        descends(pid) && std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| matches(&c))
+    })
+}
+
+/// Every process's parent.
+fn parents() -> Option<HashMap<i32, i32>> {
+    let mut parent = HashMap::new();
+    for e in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // The command name in parentheses may hold anything: fields are counted after the last ')'.
+        let ppid = stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().nth(1))
+            .and_then(|p| p.parse::<i32>().ok());
+        if let Some(ppid) = ppid {
+            parent.insert(pid, ppid);
+        }
+    }
+    Some(parent)
+}

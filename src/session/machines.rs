@@ -1,0 +1,118 @@
+//! Opening a machine on a session: the box is one of the session's, on its workspace and options,
+//! with its root writable and our agent as PID 1.
+
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{box_name, random_hex, Session, KERNEL_BACKSTOP_S, KERNEL_MAX_STARTUP_S};
+use crate::errors::{Error, Result};
+use crate::lifecycle::argv::{self, MachineBox};
+use crate::machine::{self, Launch, Machine, AGENT_IN_BOX, CTL_IN_BOX};
+
+/// A machine gets at least this long to come up (an image unpacked for the first time).
+const MACHINE_MIN_STARTUP_S: f64 = 30.0;
+
+impl Session {
+    pub async fn open_machine(
+        self: &Arc<Self>,
+        agent: PathBuf,
+        image: Option<String>,
+        timeout_s: Option<f64>,
+    ) -> Result<Arc<Machine>> {
+        self.check_env()?;
+        check_bind_source(&agent, "the machine agent")?;
+        if !agent.is_file() {
+            return Err(Error::sandbox(format!(
+                "the machine agent is missing at {} (a broken install? reinstall kern-sandbox)",
+                agent.display()
+            )));
+        }
+        let opened = self.opened()?;
+        let name = box_name();
+        let ctl = opened.private.join(format!("machine-{}", random_hex(6)));
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&ctl)
+            .map_err(|e| Error::io(format!("cannot create {}", ctl.display()), e))?;
+        check_bind_source(&ctl, "the machine's control directory")?;
+        let listener = tokio::net::UnixListener::bind(machine::socket_path(&ctl))
+            .map_err(|e| Error::io("cannot listen for the machine's agent", e))?;
+        let socket_in_box = format!("{CTL_IN_BOX}/sock");
+        let command = [AGENT_IN_BOX.to_string(), socket_in_box];
+        let mut spec = self.box_spec(&opened, &name, &command, false, KERNEL_BACKSTOP_S);
+        spec.machine = Some(MachineBox {
+            agent: &agent,
+            agent_at: AGENT_IN_BOX,
+            ctl: &ctl,
+            ctl_at: CTL_IN_BOX,
+        });
+        let args = argv::box_argv_with_image(&self.cfg, image, &spec);
+        let startup = timeout_s
+            .unwrap_or(self.cfg.timeout_s)
+            .clamp(MACHINE_MIN_STARTUP_S, KERNEL_MAX_STARTUP_S);
+        // Registered before the box starts, so a close() meanwhile stops the start too.
+        let starting = self.calls.register(None);
+        let started = Machine::start(
+            Launch {
+                kern: self.cfg.kern.clone(),
+                name,
+                args,
+                enforce_limits: self.cfg.enforce_limits,
+                env_id: self.env_id,
+                listener,
+                ctl_dir: ctl.clone(),
+                workdir: self.cfg.box_workspace.clone(),
+                startup: Duration::from_secs_f64(startup),
+            },
+            &starting.cancel,
+        )
+        .await;
+        drop(starting);
+        let m = match started {
+            Ok(m) => m,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&ctl);
+                return Err(e);
+            }
+        };
+        {
+            let mut ms = self.machines.lock().unwrap_or_else(|p| p.into_inner());
+            ms.retain(|m| m.strong_count() > 0);
+            ms.push(Arc::downgrade(&m));
+        }
+        // A close() that ran while the machine started must not leave it behind.
+        if !self.is_open() {
+            m.close().await;
+            return Err(Error::Closed(
+                "the sandbox was closed while the machine was starting".into(),
+            ));
+        }
+        Ok(m)
+    }
+
+    /// Closes the session's machines (its close() does).
+    pub(super) async fn close_machines(&self) {
+        let ms: Vec<Arc<Machine>> =
+            std::mem::take(&mut *self.machines.lock().unwrap_or_else(|p| p.into_inner()))
+                .iter()
+                .filter_map(std::sync::Weak::upgrade)
+                .collect();
+        for m in ms {
+            m.close().await;
+        }
+    }
+}
+
+/// A host path that goes into a `-v source:target:ro` argument: absolute, and free of the
+/// characters kern's volume syntax splits on.
+fn check_bind_source(p: &Path, what: &str) -> Result<()> {
+    let s = p.to_string_lossy();
+    if !p.is_absolute() || s.contains([':', ',', '\n', '\0']) {
+        return Err(Error::InvalidOption(format!(
+            "{what} must be at an absolute path without ':' or ',' (it is bound into the box): {s}"
+        )));
+    }
+    Ok(())
+}
