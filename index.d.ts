@@ -389,6 +389,15 @@ export interface SandboxOptions {
    * `/dev`.
    * @default "/workspace" */
   boxWorkspace?: string
+  /** Boxes this session keeps started ahead of its calls, so that a runCode/run finds one up
+   * instead of paying a box start (see docs/prewarm.md). Each ready box is used once, by one call,
+   * and behaves as a fresh one; it waits with the language the session ran last (a Python box has
+   * the interpreter and the cell runner loaded). Costs host memory and CPU for boxes that may go
+   * unused; ready boxes idle for 60 s are stopped, close() stops them all and none outlives
+   * Node. A whole number 0-16; 0 turns it off. `KERN_SANDBOX_PREWARM` replaces the default. The
+   * one-shot top-level runCode() keeps none.
+   * @default 2 */
+  prewarm?: number
 }
 
 /** The language runCode() runs `code` as. Match the image to it (python -> a python image, ...).
@@ -524,6 +533,8 @@ export class Sandbox {
   constructor(opts?: SandboxOptions)
   /** The host path of the open workspace: null before open(). */
   readonly workspacePath: string | null
+  /** How many boxes started ahead (`prewarm`) are ready for a call right now. */
+  readonly readyBoxes: number
   /** Create/validate the workspace and run `setup`. Call before runCode/run/writeFile. */
   open(): Promise<this>
   /** Stop calls still running and delete the workspace iff we created it. Idempotent. */

@@ -34,7 +34,8 @@ async function runCode(code, opts = {}) {
   const { language = 'python', signal, onResult, ...rest } = optionsBag('runCode', opts)
   if (checkSignal(signal) && signal.aborted) throw signal.reason
   checkCallback('onResult', onResult)
-  return withSandbox(rest, (s) => s.runCode(code, { language, signal, onResult }))
+  // One call, one box: a box started ahead would never be used.
+  return withSandbox({ prewarm: 0, ...rest }, (s) => s.runCode(code, { language, signal, onResult }))
 }
 
 module.exports = {

@@ -234,7 +234,9 @@ function sandboxWith(bin, opts = {}) {
   const saved = process.env.KERN_BIN
   process.env.KERN_BIN = bin
   try {
-    return new kern.Sandbox(opts)
+    // A recording or fake kern counts every invocation: boxes started ahead (prewarm) would be
+    // invocations of their own, so these sessions keep none unless the test asks.
+    return new kern.Sandbox({ prewarm: 0, ...opts })
   } finally {
     process.env.KERN_BIN = saved
   }

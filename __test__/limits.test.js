@@ -53,7 +53,8 @@ const script = (pkg, body) => `
 const fs = require('fs'), path = require('path')
 const { Sandbox, SandboxError } = require(${JSON.stringify(pkg)})
 async function main() {
-  const s = await new Sandbox().open()
+  // The fake kern writes into the workspace on every invocation: no boxes started ahead.
+  const s = await new Sandbox({ prewarm: 0 }).open()
   const ws = s.workspacePath
   const out = {}
   try {

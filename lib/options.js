@@ -43,6 +43,7 @@ const OPTION_TYPES = {
   pids: 'number',
   timeoutS: 'number',
   maxOutputBytes: 'number',
+  prewarm: 'number',
   network: 'boolean',
   enforceLimits: 'boolean',
   depsReadonly: 'boolean',

@@ -45,6 +45,10 @@ class Sandbox {
     return this.#native.workspacePath
   }
 
+  get readyBoxes() {
+    return this.#native.readyBoxes
+  }
+
   // `setup`'s output streams through the session's callbacks.
   async open() {
     await callNative(() => this.#native.open(chunkSink(this.onStdout), chunkSink(this.onStderr)))

@@ -201,6 +201,12 @@ impl NativeSandbox {
             .map(|p| p.to_string_lossy().into_owned())
     }
 
+    /// How many boxes started ahead (`prewarm`) are ready for a call right now.
+    #[napi(getter)]
+    pub fn ready_boxes(&self) -> u32 {
+        self.inner.ready_boxes() as u32
+    }
+
     #[napi(ts_return_type = "Promise<void>")]
     pub fn open<'e>(
         &self,

@@ -26,6 +26,8 @@ pub struct Defaults {
     pub cap_drop: &'static [&'static str],
     pub require_limits: bool,
     pub box_workspace: &'static str,
+    /// Ready boxes per session; `KERN_SANDBOX_PREWARM` replaces it.
+    pub prewarm: u32,
 }
 
 pub const DEFAULTS: Defaults = Defaults {
@@ -41,6 +43,7 @@ pub const DEFAULTS: Defaults = Defaults {
     cap_drop: &["ALL"],
     require_limits: false,
     box_workspace: "/workspace",
+    prewarm: 2,
 };
 
 /// [`DEFAULTS`] as JS sees them, under the options' names.
@@ -58,6 +61,7 @@ pub struct OptionDefaults {
     pub cap_drop: Vec<String>,
     pub require_limits: bool,
     pub box_workspace: String,
+    pub prewarm: u32,
 }
 
 #[napi]
@@ -76,6 +80,7 @@ pub fn option_defaults() -> OptionDefaults {
         cap_drop: d.cap_drop.iter().map(|c| c.to_string()).collect(),
         require_limits: d.require_limits,
         box_workspace: d.box_workspace.into(),
+        prewarm: d.prewarm,
     }
 }
 
@@ -133,6 +138,8 @@ pub struct SandboxOptions {
     pub apparmor: Option<String>,
     /// Where the workspace is bound in the box, and the box's working directory.
     pub box_workspace: Option<String>,
+    /// Boxes kept started ahead of calls; 0 turns it off.
+    pub prewarm: Option<f64>,
 }
 
 #[napi(object)]
@@ -184,6 +191,8 @@ pub struct Config {
     pub apparmor: Option<String>,
     /// The workspace's path in the box: bind target, `--workdir`, and the base of `.deps`.
     pub box_workspace: String,
+    /// How many ready boxes the session keeps (0: none).
+    pub prewarm: usize,
 }
 
 impl Config {
@@ -220,9 +229,32 @@ impl Config {
             require_limits: o.require_limits.unwrap_or(d.require_limits),
             apparmor: o.apparmor.map(check_apparmor).transpose()?,
             box_workspace,
+            prewarm: check_prewarm(o.prewarm)?,
             kern: locate::find_kern()?,
         })
     }
+}
+
+/// `prewarm`: a whole number of boxes, 0 to [`pool::MAX`]; absent, `KERN_SANDBOX_PREWARM` or the
+/// default.
+fn check_prewarm(v: Option<f64>) -> Result<usize> {
+    let max = crate::session::pool::MAX;
+    let v = match v {
+        Some(v) => v,
+        None => match std::env::var("KERN_SANDBOX_PREWARM") {
+            Ok(s) if !s.trim().is_empty() => s.trim().parse::<f64>().map_err(|_| {
+                Error::InvalidOption(format!(
+                    "invalid KERN_SANDBOX_PREWARM: expected a whole number 0-{max}, got {}",
+                    shown(&s)
+                ))
+            })?,
+            _ => return Ok(DEFAULTS.prewarm as usize),
+        },
+    };
+    if v.fract() != 0.0 || !(0.0..=f64::from(max)).contains(&v) {
+        return Err(invalid("prewarm", &format!("a whole number 0-{max}"), v));
+    }
+    Ok(v as usize)
 }
 
 /// How an error message shows a value the caller gave: quoted, escaped, cut at 60 characters.

@@ -175,6 +175,7 @@ mod tests {
             require_limits: false,
             apparmor: None,
             box_workspace: "/workspace".into(),
+            prewarm: 0,
         }
     }
 

@@ -267,6 +267,11 @@ impl Reaper {
         }
     }
 
+    /// Whether the child has exited (reaping it if so), without waiting.
+    pub fn exited(&self) -> bool {
+        reap(self.pid, &self.status).is_some()
+    }
+
     /// The raw wait status once the child has exited.
     pub async fn wait(&mut self) -> i32 {
         if let Some(st) = reap(self.pid, &self.status) {

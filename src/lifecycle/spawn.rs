@@ -119,12 +119,8 @@ fn spawner() -> &'static std::sync::Mutex<mpsc::Sender<SpawnRequest>> {
     })
 }
 
-/// Starts kern from a spawner thread, handing it the started pipe's write end.
-async fn spawn_kern(l: &Launch<'_>, started_w: OwnedFd) -> std::io::Result<Spawned> {
-    spawn_kern_with(l.kern, &l.args, l.enforce_limits, started_w, None).await
-}
-
-/// The same, for a box whose stdin is `stdin` (the read end of our pipe) instead of /dev/null.
+/// Starts kern from a spawner thread, handing it the started pipe's write end; the box's stdin
+/// is `stdin` (the read end of our pipe) or /dev/null.
 async fn spawn_kern_with(
     kern: &Path,
     args: &[OsString],
@@ -156,21 +152,127 @@ async fn spawn_kern_with(
 
 pub async fn run_box(l: Launch<'_>) -> Result<BoxRun> {
     let t0 = Instant::now();
-    let (started_r, started_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
-        .map_err(|e| Error::io("could not create a pipe for kern", e.into()))?;
-    let spawned = spawn_kern(&l, started_w).await.map_err(|e| {
-        Error::sandbox(format!(
-            "could not execute kern ({}): {e}",
-            l.kern.display()
-        ))
-    })?;
-    let pgid = spawned.pid;
-    let mut child = Reaper::new(spawned.pid);
-    let _live = boxes::track(l.env_id, pgid, l.name, l.kern);
-    let stdout = pipe::Receiver::from_owned_fd(spawned.stdout)
-        .map_err(|e| Error::io("could not read kern's stdout", e))?;
-    let stderr = pipe::Receiver::from_owned_fd(spawned.stderr)
-        .map_err(|e| Error::io("could not read kern's stderr", e))?;
+    let booted = boot(l.kern, l.name, &l.args, l.enforce_limits, l.env_id, false).await?;
+    Ok(supervise(booted, l.watch(), t0).await)
+}
+
+/// What watches one call's box: its output caps and sinks, its deadline and its cancel.
+pub struct Watch<'a> {
+    pub cap: usize,
+    pub timeout: Duration,
+    pub on_stdout: Option<ChunkFn>,
+    pub on_stderr: Option<ChunkFn>,
+    pub cancel: &'a Cancel,
+}
+
+impl<'a> Launch<'a> {
+    fn watch(self) -> Watch<'a> {
+        Watch {
+            cap: self.cap,
+            timeout: self.timeout,
+            on_stdout: self.on_stdout,
+            on_stderr: self.on_stderr,
+            cancel: self.cancel,
+        }
+    }
+}
+
+/// A box whose kern is running, before its call is watched: everything a teardown and a call's
+/// supervision need. Never dropped while kern runs (see [`Booted::discard`]).
+pub struct Booted {
+    pub name: String,
+    pub kern: PathBuf,
+    pub pgid: i32,
+    pub reaper: Reaper,
+    _live: boxes::BoxGuard,
+    pub stdout: pipe::Receiver,
+    pub stderr: pipe::Receiver,
+    started: OwnedFd,
+    /// The box's stdin when it was started with a pipe there (a ready box's waiter reads it).
+    pub stdin: Option<pipe::Sender>,
+}
+
+/// Starts kern with `args` and tracks the box; its stdin is a pipe of ours (`with_stdin`) or
+/// /dev/null.
+pub async fn boot(
+    kern: &Path,
+    name: &str,
+    args: &[OsString],
+    enforce_limits: bool,
+    env_id: usize,
+    with_stdin: bool,
+) -> Result<Booted> {
+    let flags = rustix::pipe::PipeFlags::CLOEXEC;
+    let pipe_err = |e: rustix::io::Errno| Error::io("could not create a pipe for kern", e.into());
+    let (started_r, started_w) = rustix::pipe::pipe_with(flags).map_err(pipe_err)?;
+    let (stdin_r, stdin_w) = match with_stdin {
+        true => rustix::pipe::pipe_with(flags)
+            .map(|(r, w)| (Some(r), Some(w)))
+            .map_err(pipe_err)?,
+        false => (None, None),
+    };
+    let spawned = spawn_kern_with(kern, args, enforce_limits, started_w, stdin_r)
+        .await
+        .map_err(|e| Error::sandbox(format!("could not execute kern ({}): {e}", kern.display())))?;
+    // Tracked and reaped from here on, whatever fails next.
+    let live = boxes::track(env_id, spawned.pid, name, kern);
+    let reaper = Reaper::new(spawned.pid);
+    let talk = |e| Error::io("could not talk to kern", e);
+    let stdin = stdin_w.map(pipe::Sender::from_owned_fd).transpose();
+    let stdout = pipe::Receiver::from_owned_fd(spawned.stdout);
+    let stderr = pipe::Receiver::from_owned_fd(spawned.stderr);
+    let mut booted = Booted {
+        name: name.to_string(),
+        kern: kern.to_path_buf(),
+        pgid: spawned.pid,
+        reaper,
+        _live: live,
+        stdout: stdout.map_err(talk)?,
+        stderr: stderr.map_err(talk)?,
+        started: started_r,
+        stdin: None,
+    };
+    match stdin {
+        Ok(s) => booted.stdin = s,
+        Err(e) => {
+            booted.discard().await;
+            return Err(talk(e));
+        }
+    }
+    Ok(booted)
+}
+
+impl Booted {
+    /// Ends a box no call will use: EOF on its stdin first (a waiter then exits by itself), then
+    /// a teardown if kern has not exited shortly.
+    pub async fn discard(mut self) {
+        self.stdin = None;
+        if tokio::time::timeout(GRACE, self.reaper.wait())
+            .await
+            .is_err()
+        {
+            teardown(&self.kern, &self.name, self.pgid, &mut self.reaper).await;
+            confirm_gone(&self.kern, &self.name, self.pgid).await;
+        }
+    }
+}
+
+/// Watches a booted box through its call: output, deadline (from now), cancel, teardown. `t0`
+/// is when the call's own time started.
+pub async fn supervise(b: Booted, l: Watch<'_>, t0: Instant) -> BoxRun {
+    let Booted {
+        name,
+        kern,
+        pgid,
+        reaper: mut child,
+        _live,
+        stdout,
+        stderr,
+        started: started_r,
+        stdin,
+    } = b;
+    drop(stdin);
+    let (kern, name) = (kern.as_path(), name.as_str());
 
     // Output is read in this same task (no spawns: fewer thread hand-offs per call). While kern
     // runs the pipes are read to EOF; once it is gone they get a bounded moment, in case a stray
@@ -203,9 +305,9 @@ pub async fn run_box(l: Launch<'_>) -> Result<BoxRun> {
         let status = match status {
             Some(s) => Some(s),
             None => {
-                let reaped = teardown(l.kern, l.name, pgid, &mut child).await;
+                let reaped = teardown(kern, name, pgid, &mut child).await;
                 // Not reaped yet: dropping the Reaper finishes the wait in the background.
-                survivors = confirm_gone(l.kern, l.name, pgid).await;
+                survivors = confirm_gone(kern, name, pgid).await;
                 reaped
             }
         };
@@ -224,7 +326,7 @@ pub async fn run_box(l: Launch<'_>) -> Result<BoxRun> {
         (Some(s), true) => launch::exit_code(s).max(crate::lifecycle::fault::EXIT_SIGKILL),
         (None, _) => crate::lifecycle::fault::EXIT_SIGKILL,
     };
-    Ok(BoxRun {
+    BoxRun {
         exit_code,
         started,
         stdout,
@@ -233,7 +335,7 @@ pub async fn run_box(l: Launch<'_>) -> Result<BoxRun> {
         stopped: stop_reason,
         survivors,
         duration: t0.elapsed(),
-    })
+    }
 }
 
 /// Reads kern's started signal (at most two bytes) until EOF.

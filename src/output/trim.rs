@@ -29,7 +29,9 @@ pub fn after_output(total: usize) {
     }
 }
 
-fn trim() {
+/// Returns freed memory to the OS now (after a session's ready boxes are stopped: their starts
+/// allocated on several threads, whose arenas would keep it).
+pub fn trim() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only walks and trims glibc's own arenas.
     unsafe {

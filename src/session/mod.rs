@@ -2,6 +2,7 @@
 
 mod machines;
 mod pip;
+pub mod pool;
 
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -17,13 +18,14 @@ use crate::lifecycle::cancel::{Call, Calls, Cancel, StopReason};
 use crate::lifecycle::cleanup;
 use crate::lifecycle::fault::{self, Ending};
 use crate::lifecycle::outcome::Outcome;
-use crate::lifecycle::spawn::{self, BoxRun, Launch};
+use crate::lifecycle::spawn::{self, BoxRun, Launch, Watch};
 use crate::options::Config;
 use crate::output::ChunkFn;
 use crate::workspace::entries::Stat;
 use crate::workspace::snapshot::Stop;
 use crate::workspace::track::{self, FileInfo, LiveIndex};
 use crate::workspace::{self, Workspace};
+use pool::{Pool, Request};
 
 /// Shell code longer than this goes through a workspace file instead of argv: Linux holds one
 /// argv string to 128 KiB, its NUL included.
@@ -46,6 +48,19 @@ pub struct Opened {
     env_file: PathBuf,
     /// Built by the first call that tracks files.
     files: Mutex<Option<LiveIndex>>,
+    /// Boxes started ahead of calls (`prewarm` > 0).
+    pool: Option<Arc<Pool>>,
+}
+
+/// What a box call is, for the ready boxes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Use {
+    /// `setup`: a box of its own (full network), never a ready one.
+    Setup,
+    /// Any argv.
+    Exec,
+    /// `python3 <runner>`: a ready Python box runs it with the runner already loaded.
+    Python,
 }
 
 /// What one call overrides, and how it reports.
@@ -138,6 +153,16 @@ impl Session {
             .map(|o| o.ws.path().to_path_buf())
     }
 
+    /// Boxes started ahead that a call could take right now.
+    pub fn ready_boxes(&self) -> usize {
+        self.state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .and_then(|o| o.pool.as_ref())
+            .map_or(0, |p| p.ready_count())
+    }
+
     pub async fn open(self: &Arc<Self>, sinks: CallOptions) -> Result<()> {
         let _g = self.lifecycle.lock().await;
         if self.is_open() {
@@ -194,6 +219,14 @@ impl Session {
                 private,
                 env_file,
                 files: Mutex::new(None),
+                pool: (self.cfg.prewarm > 0).then(|| {
+                    let recipe = pool::Recipe {
+                        kern: self.cfg.kern.clone(),
+                        enforce_limits: self.cfg.enforce_limits,
+                        env_id: self.env_id,
+                    };
+                    Pool::new(self.cfg.prewarm, recipe)
+                }),
             }),
             Err(e) => {
                 remove_private(&private);
@@ -222,6 +255,10 @@ impl Session {
         }
         self.close_machines().await;
         drop(self.jobs.write().await);
+        if let Some(pool) = opened.as_ref().and_then(|o| o.pool.clone()) {
+            pool.close().await;
+            crate::output::trim::trim();
+        }
         if let Some(o) = opened {
             let _ = blocking(move || {
                 remove_private(&o.private);
@@ -238,7 +275,7 @@ impl Session {
             ..sinks
         };
         let out = self
-            .exec(vec!["sh".into(), "-c".into(), script], opts, true)
+            .exec(vec!["sh".into(), "-c".into(), script], opts, Use::Setup)
             .await?;
         if out.exit_code == 0 && out.fault.is_none() {
             return Ok(());
@@ -257,7 +294,7 @@ impl Session {
     }
 
     pub async fn run(self: &Arc<Self>, command: Vec<String>, opts: CallOptions) -> Result<Outcome> {
-        self.exec(command, opts, false).await
+        self.exec(command, opts, Use::Exec).await
     }
 
     /// `code` is the prepared cell (JSON, lib/jscell.js) for JavaScript, the source otherwise.
@@ -283,14 +320,14 @@ impl Session {
     /// workspace file removed afterwards.
     async fn run_shell(self: &Arc<Self>, code: String, opts: CallOptions) -> Result<Outcome> {
         if code.len() <= INLINE_CODE_MAX {
-            return self.exec(shell_cell(true, code), opts, false).await;
+            return self.exec(shell_cell(true, code), opts, Use::Exec).await;
         }
         let opened = self.opened()?;
         let cell = format!(".cell-{}.sh", random_hex(4));
         let (o, c) = (opened.clone(), cell.clone());
         blocking(move || o.ws.write_file(&c, code.as_bytes())).await?;
         let file = format!("{}/{cell}", self.cfg.box_workspace);
-        let result = self.exec(shell_cell(false, file), opts, false).await;
+        let result = self.exec(shell_cell(false, file), opts, Use::Exec).await;
         let (o, c) = (opened, cell);
         let _ = blocking(move || {
             o.ws.remove_file(&c);
@@ -318,13 +355,13 @@ impl Session {
         })
         .await
         .inspect_err(|_| remove_helpers(&opened, &files))?;
-        let interpreter = match language {
-            Driver::Python => "python3",
-            Driver::JavaScript => "node",
+        let (interpreter, usage) = match language {
+            Driver::Python => ("python3", Use::Python),
+            Driver::JavaScript => ("node", Use::Exec),
         };
         let runner = format!("{}/{}", self.cfg.box_workspace, files.runner);
         let result = self
-            .exec(vec![interpreter.into(), runner], opts, false)
+            .exec(vec![interpreter.into(), runner], opts, usage)
             .await;
         let (o, f) = (opened.clone(), files.clone());
         let written = blocking(move || {
@@ -429,7 +466,7 @@ impl Session {
         self: &Arc<Self>,
         command: Vec<String>,
         opts: CallOptions,
-        setup: bool,
+        usage: Use,
     ) -> Result<Outcome> {
         self.check_call(&command)?;
         let opened = self.opened()?;
@@ -446,7 +483,7 @@ impl Session {
         };
         let sinks = (opts.on_stdout, opts.on_stderr);
         let run = self
-            .run_in_box(&opened, &command, setup, timeout_s, sinks, &call.cancel)
+            .run_in_box(&opened, &command, usage, timeout_s, sinks, &call.cancel)
             .await;
         let files = match window {
             Some(w) => w.close().await,
@@ -515,30 +552,97 @@ impl Session {
         }
     }
 
-    /// Runs `command` in a fresh box of this session, until it ends, times out or is stopped.
+    /// Runs `command` in a fresh box of this session, until it ends, times out or is stopped: a
+    /// ready box when one can take it, else one started now.
     async fn run_in_box(
         &self,
         opened: &Opened,
         command: &[String],
-        setup: bool,
+        usage: Use,
         timeout_s: f64,
         (on_stdout, on_stderr): (Option<ChunkFn>, Option<ChunkFn>),
         cancel: &Cancel,
     ) -> Result<BoxRun> {
         let name = box_name();
-        spawn::run_box(Launch {
-            kern: &self.cfg.kern,
-            name: &name,
-            args: self.box_args(opened, &name, command, setup, timeout_s),
-            enforce_limits: self.cfg.enforce_limits,
+        let setup = usage == Use::Setup;
+        let args = self.box_args(opened, &name, command, setup, timeout_s);
+        let ready = match (&opened.pool, usage) {
+            (Some(pool), Use::Exec | Use::Python) => {
+                let req = match usage {
+                    Use::Python => Request::Python {
+                        runner: &command[1],
+                    },
+                    _ => Request::Exec(command),
+                };
+                pool.take(&pool::key(&args), timeout_s, &req).await
+            }
+            _ => None,
+        };
+        let watch = Watch {
             cap: self.cfg.max_output,
             timeout: Duration::from_secs_f64(timeout_s),
             on_stdout,
             on_stderr,
             cancel,
+        };
+        let hit = ready.is_some();
+        let run = match ready {
+            Some(booted) => Ok(spawn::supervise(booted, watch, std::time::Instant::now()).await),
+            None => self.run_cold(&name, args, watch).await,
+        };
+        // Refilled once the call is done: a box starting beside it would take CPU from it. A
+        // call that found none while some were starting came faster than they start: more
+        // starts would only compete with the next calls for the CPU.
+        if let (Some(pool), Use::Exec | Use::Python) = (&opened.pool, usage) {
+            if hit || !pool.starting() {
+                self.refill(opened, pool);
+            }
+        }
+        run
+    }
+
+    /// A call's box started now.
+    async fn run_cold(
+        &self,
+        name: &str,
+        args: Vec<std::ffi::OsString>,
+        watch: Watch<'_>,
+    ) -> Result<BoxRun> {
+        spawn::run_box(Launch {
+            kern: &self.cfg.kern,
+            name,
+            args,
+            enforce_limits: self.cfg.enforce_limits,
+            cap: watch.cap,
+            timeout: watch.timeout,
+            on_stdout: watch.on_stdout,
+            on_stderr: watch.on_stderr,
+            cancel: watch.cancel,
             env_id: self.env_id,
         })
         .await
+    }
+
+    /// Starts ready boxes, in the background, up to the pool's size.
+    fn refill(&self, opened: &Opened, pool: &Arc<Pool>) {
+        let (n, kind) = pool.reserve();
+        if n == 0 {
+            return;
+        }
+        let command = kind.command();
+        let timeout_s = pool::box_timeout_s(self.cfg.timeout_s);
+        let boots = (0..n)
+            .map(|_| {
+                let name = box_name();
+                let args = self.box_args(opened, &name, &command, false, timeout_s);
+                pool::Boot {
+                    name,
+                    args,
+                    covers_s: timeout_s,
+                }
+            })
+            .collect();
+        pool.start(kind, boots);
     }
 
     /// Registers a call JS may abort under `js_id`, before any of its async work starts, so an
