@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use napi::bindgen_prelude::Buffer;
+pub use js_string::Chunk;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::Status;
 use tokio::io::{AsyncRead, AsyncReadExt};
@@ -35,7 +35,7 @@ const DELIVERY_WAIT: Duration = Duration::from_secs(10);
 
 /// A JS chunk callback: not callee-handled (lib/calls.js wraps it so it never throws), weak
 /// (never keeps Node alive), bounded.
-pub type ChunkFn = ThreadsafeFunction<Buffer, (), Buffer, Status, false, true, QUEUE_DEPTH>;
+pub type ChunkFn = ThreadsafeFunction<Chunk, (), Chunk, Status, false, true, QUEUE_DEPTH>;
 
 #[derive(Debug, Default)]
 pub struct Captured {
@@ -108,7 +108,7 @@ impl Sink {
             self.freed.clone(),
         );
         let status = self.f.call_with_return_value(
-            Buffer::from(data),
+            Chunk(data),
             ThreadsafeFunctionCallMode::NonBlocking,
             move |_, _| {
                 bytes.fetch_sub(len, Ordering::AcqRel);

@@ -55,21 +55,36 @@ fn schedule_trims() {
     });
 }
 
+/// What a streamed chunk must span for its pages to be handed back as it is freed: smaller ones
+/// (a line of output) are not worth the system call.
+const STREAMED_RETURNED: usize = 32 * 1024;
+
+/// Frees a chunk streamed to JS, handing its whole pages back to the OS when it is big enough.
+pub fn free_streamed(buf: Vec<u8>) {
+    release_pages(buf.as_ptr(), buf.capacity(), STREAMED_RETURNED);
+    drop(buf);
+}
+
 /// Frees a buffer and hands its pages back to the OS now: glibc would keep a big freed block in
 /// its arena (its mmap threshold grows with use), and V8 collects strings made from captures at
 /// any time, long after the trims scheduled by the call.
 pub fn free_now(buf: Vec<u8>) {
-    let cap = buf.capacity();
-    if cap >= BIG {
+    release_pages(buf.as_ptr(), buf.capacity(), BIG);
+    drop(buf);
+}
+
+/// Hands the whole pages inside an allocation of `cap` bytes at `ptr` back to the OS when it spans
+/// `at_least` bytes; the allocation is freed next and must not be read before.
+fn release_pages(ptr: *const u8, cap: usize, at_least: usize) {
+    if cap >= at_least {
         // SAFETY: sysconf has no preconditions.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
-        let start = (buf.as_ptr() as usize).next_multiple_of(page);
-        let end = (buf.as_ptr() as usize + cap) & !(page - 1);
+        let start = (ptr as usize).next_multiple_of(page);
+        let end = (ptr as usize + cap) & !(page - 1);
         if end > start {
             // SAFETY: whole pages inside our own allocation, which is not read again before the
             // free; DONTNEED only makes them read back as zeros.
             unsafe { libc::madvise(start as *mut c_void, end - start, libc::MADV_DONTNEED) };
         }
     }
-    drop(buf);
 }
