@@ -43,11 +43,8 @@ pub struct Launch<'a> {
     pub name: &'a str,
     pub args: Vec<OsString>,
     pub enforce_limits: bool,
-    pub cap: usize,
-    pub timeout: Duration,
-    pub on_stdout: Option<ChunkFn>,
-    pub on_stderr: Option<ChunkFn>,
-    pub cancel: &'a Cancel,
+    /// What watches the box through the call.
+    pub watch: Watch<'a>,
     /// The napi env this call belongs to, for exit-time cleanup.
     pub env_id: usize,
 }
@@ -153,7 +150,7 @@ async fn spawn_kern_with(
 pub async fn run_box(l: Launch<'_>) -> Result<BoxRun> {
     let t0 = Instant::now();
     let booted = boot(l.kern, l.name, &l.args, l.enforce_limits, l.env_id, false).await?;
-    Ok(supervise(booted, l.watch(), t0).await)
+    Ok(supervise(booted, l.watch, t0).await)
 }
 
 /// What watches one call's box: its output caps and sinks, its deadline and its cancel.
@@ -163,18 +160,6 @@ pub struct Watch<'a> {
     pub on_stdout: Option<ChunkFn>,
     pub on_stderr: Option<ChunkFn>,
     pub cancel: &'a Cancel,
-}
-
-impl<'a> Launch<'a> {
-    fn watch(self) -> Watch<'a> {
-        Watch {
-            cap: self.cap,
-            timeout: self.timeout,
-            on_stdout: self.on_stdout,
-            on_stderr: self.on_stderr,
-            cancel: self.cancel,
-        }
-    }
 }
 
 /// A box whose kern is running, before its call is watched: everything a teardown and a call's

@@ -566,8 +566,10 @@ impl Session {
         let name = box_name();
         let setup = usage == Use::Setup;
         let args = self.box_args(opened, &name, command, setup, timeout_s);
-        let ready = match (&opened.pool, usage) {
-            (Some(pool), Use::Exec | Use::Python) => {
+        // `setup` never takes a ready box (its box has the network).
+        let pool = opened.pool.as_ref().filter(|_| !setup);
+        let ready = match pool {
+            Some(pool) => {
                 let req = match usage {
                     Use::Python => Request::Python {
                         runner: &command[1],
@@ -576,7 +578,7 @@ impl Session {
                 };
                 pool.take(&pool::key(&args), timeout_s, &req).await
             }
-            _ => None,
+            None => None,
         };
         let watch = Watch {
             cap: self.cfg.max_output,
@@ -588,39 +590,27 @@ impl Session {
         let hit = ready.is_some();
         let run = match ready {
             Some(booted) => Ok(spawn::supervise(booted, watch, std::time::Instant::now()).await),
-            None => self.run_cold(&name, args, watch).await,
+            None => {
+                spawn::run_box(Launch {
+                    kern: &self.cfg.kern,
+                    name: &name,
+                    args,
+                    enforce_limits: self.cfg.enforce_limits,
+                    watch,
+                    env_id: self.env_id,
+                })
+                .await
+            }
         };
         // Refilled once the call is done: a box starting beside it would take CPU from it. A
         // call that found none while some were starting came faster than they start: more
         // starts would only compete with the next calls for the CPU.
-        if let (Some(pool), Use::Exec | Use::Python) = (&opened.pool, usage) {
+        if let Some(pool) = pool {
             if hit || !pool.starting() {
                 self.refill(opened, pool);
             }
         }
         run
-    }
-
-    /// A call's box started now.
-    async fn run_cold(
-        &self,
-        name: &str,
-        args: Vec<std::ffi::OsString>,
-        watch: Watch<'_>,
-    ) -> Result<BoxRun> {
-        spawn::run_box(Launch {
-            kern: &self.cfg.kern,
-            name,
-            args,
-            enforce_limits: self.cfg.enforce_limits,
-            cap: watch.cap,
-            timeout: watch.timeout,
-            on_stdout: watch.on_stdout,
-            on_stderr: watch.on_stderr,
-            cancel: watch.cancel,
-            env_id: self.env_id,
-        })
-        .await
     }
 
     /// Starts ready boxes, in the background, up to the pool's size.
