@@ -61,6 +61,23 @@ unsafe extern "C" fn free_capture(_env: sys::napi_env, data: *mut c_void, hint: 
     trim::free_now(unsafe { Vec::from_raw_parts(data.cast::<u8>(), 0, hint as usize) });
 }
 
+/// Lends `bytes` to a napi constructor that takes them over with a finalizer: `create` gets their
+/// pointer, length and capacity (the finalizer's hint) and returns napi's status. On napi_ok the
+/// finalizer owns them (also when Node copied them; then it already ran); otherwise they come
+/// back.
+fn lend(
+    bytes: Vec<u8>,
+    create: impl FnOnce(*mut u8, usize, *mut c_void) -> sys::napi_status,
+) -> Result<(), Vec<u8>> {
+    let mut bytes = ManuallyDrop::new(bytes);
+    let (data, len, cap) = (bytes.as_mut_ptr(), bytes.len(), bytes.capacity());
+    if create(data, len, cap as *mut c_void) == sys::Status::napi_ok {
+        Ok(())
+    } else {
+        Err(ManuallyDrop::into_inner(bytes))
+    }
+}
+
 /// Hands `bytes` to V8 without copying; on failure they come back for the copying path.
 ///
 /// # Safety
@@ -71,29 +88,24 @@ unsafe fn external(
     create: CreateExternalLatin1,
     bytes: Vec<u8>,
 ) -> Result<sys::napi_value, Vec<u8>> {
-    let mut bytes = ManuallyDrop::new(bytes);
-    let (data, len, cap) = (bytes.as_mut_ptr(), bytes.len(), bytes.capacity());
     let mut out = std::ptr::null_mut();
     let mut copied = false;
-    // SAFETY: the caller vouches for `env` and `create`; `data` is `len` valid bytes that stay put
-    // until the finalizer frees them. On napi_ok the finalizer owns the buffer, also when Node
-    // copied it (then it already ran); on failure it never runs and the bytes are still ours.
-    let status = unsafe {
-        create(
-            env,
-            data.cast(),
-            len as isize,
-            Some(free_capture),
-            cap as *mut c_void,
-            &mut out,
-            &mut copied,
-        )
-    };
-    if status == sys::Status::napi_ok {
-        Ok(out)
-    } else {
-        Err(ManuallyDrop::into_inner(bytes))
-    }
+    lend(bytes, |data, len, hint| {
+        // SAFETY: the caller vouches for `env` and `create`; `data` is `len` valid bytes that
+        // stay put until the finalizer frees them.
+        unsafe {
+            create(
+                env,
+                data.cast(),
+                len as isize,
+                Some(free_capture),
+                hint,
+                &mut out,
+                &mut copied,
+            )
+        }
+    })?;
+    Ok(out)
 }
 
 impl ToNapiValue for Text {
@@ -180,24 +192,24 @@ impl ToNapiValue for Chunk {
             )?;
             return Ok(out);
         }
-        let mut bytes = ManuallyDrop::new(val.0);
-        let (data, len, cap) = (bytes.as_mut_ptr(), bytes.len(), bytes.capacity());
-        let status = unsafe {
-            // SAFETY: `env` per this fn's contract; `data` is `len` valid bytes that stay put until
-            // the finalizer frees them, which napi owns from napi_ok on.
-            sys::napi_create_external_buffer(
-                env,
-                len,
-                data.cast(),
-                Some(free_chunk),
-                cap as *mut c_void,
-                &mut out,
-            )
-        };
-        if status != sys::Status::napi_ok {
-            // SAFETY: on failure napi took nothing; the Vec is still ours to free.
-            drop(unsafe { ManuallyDrop::take(&mut bytes) });
-        }
+        let len = val.0.len();
+        let mut status = sys::Status::napi_ok;
+        // Bytes napi did not take are dropped here, as a failed conversion.
+        let _ = lend(val.0, |data, len, hint| {
+            // SAFETY: `env` per this fn's contract; `data` is `len` valid bytes that stay put
+            // until the finalizer frees them.
+            status = unsafe {
+                sys::napi_create_external_buffer(
+                    env,
+                    len,
+                    data.cast(),
+                    Some(free_chunk),
+                    hint,
+                    &mut out,
+                )
+            };
+            status
+        });
         check_status!(status, "Failed to create a {} byte Buffer", len)?;
         Ok(out)
     }

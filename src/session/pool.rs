@@ -392,8 +392,11 @@ impl Pool {
             st.ready.drain(..).collect()
         };
         self.closing.send_replace(true);
-        let stops: Vec<_> = ready.into_iter().map(|r| r.booted.discard()).collect();
-        futures_join_all(stops).await;
+        let mut stops = tokio::task::JoinSet::new();
+        for r in ready {
+            stops.spawn(r.booted.discard());
+        }
+        while stops.join_next().await.is_some() {}
         loop {
             let notified = self.booted.notified();
             if self.state().booting == 0 {
@@ -408,14 +411,6 @@ async fn expire_later(pool: Weak<Pool>) {
     tokio::time::sleep(IDLE + Duration::from_millis(50)).await;
     if let Some(p) = pool.upgrade() {
         p.expire();
-    }
-}
-
-/// Runs the futures concurrently to completion.
-async fn futures_join_all(fs: Vec<impl std::future::Future<Output = ()> + Send + 'static>) {
-    let tasks: Vec<_> = fs.into_iter().map(tokio::spawn).collect();
-    for t in tasks {
-        let _ = t.await;
     }
 }
 
