@@ -219,14 +219,23 @@ fn events_until(host: &mut Host, w: &Value, kind: &str, at: &str) -> Vec<(String
     }
 }
 
-#[test]
-fn watch_reports_create_write_rename_remove_and_stops_at_unwatch() {
+/// An agent watching a fresh directory `w` of its host's: the host, the directory, the watch id.
+fn watching(recursive: bool) -> (Host, std::path::PathBuf, Value) {
     let mut host = Host::start();
     let root = host.dir.path().join("w");
     std::fs::create_dir(&root).unwrap();
+    let path = root.join("").to_str().unwrap().to_owned();
+    let (answer, _) = host.ok(
+        json!({"t": "watch", "path": path, "recursive": recursive}),
+        b"",
+    );
+    (host, root, answer["watch"].clone())
+}
+
+#[test]
+fn watch_reports_create_write_rename_remove_and_stops_at_unwatch() {
+    let (mut host, root, w) = watching(true);
     let p = |rel: &str| root.join(rel).to_str().unwrap().to_owned();
-    let (answer, _) = host.ok(json!({"t": "watch", "path": p(""), "recursive": true}), b"");
-    let w = answer["watch"].clone();
     std::fs::write(root.join("a"), "1").unwrap();
     let seen = events_until(&mut host, &w, "write", &p("a"));
     assert_eq!(seen[0], ("create".to_owned(), p("a")));
@@ -373,12 +382,8 @@ fn an_answer_over_the_header_limit_is_too_large_and_a_smaller_one_works() {
 
 #[test]
 fn each_write_to_a_file_is_one_event_and_a_later_one_is_another() {
-    let mut host = Host::start();
-    let root = host.dir.path().join("w");
-    std::fs::create_dir(&root).unwrap();
+    let (mut host, root, w) = watching(false);
     let p = |rel: &str| root.join(rel).to_str().unwrap().to_owned();
-    let (answer, _) = host.ok(json!({"t": "watch", "path": p("")}), b"");
-    let w = answer["watch"].clone();
     std::fs::write(root.join("f"), "1").unwrap();
     events_until(&mut host, &w, "write", &p("f"));
     // The modify and the close of the first write may come in two reads: still one event. A
