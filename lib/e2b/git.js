@@ -11,6 +11,7 @@
 // text); `dangerouslyStoreCredentials` on clone stores them in the clone's own .git/credentials.
 
 const { randomBytes } = require('node:crypto')
+const { shellQuote: quote } = require('../adapters.js')
 const { InvalidArgumentError, CommandExitError } = require('./errors.js')
 const { parseStatus, parseBranches, classify, upstreamError } = require('./gitparse.js')
 
@@ -28,10 +29,6 @@ function hasControl(v) {
     if (c < 0x20 || c === 0x7f) return true
   }
   return false
-}
-
-function quote(arg) {
-  return `'${arg.replace(/'/g, `'\\''`)}'`
 }
 
 function text(v, what) {
