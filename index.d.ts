@@ -653,7 +653,8 @@ export interface Process {
   readonly exitCode: number | null
   /** Writes to its stdin (a PTY: types). Rejects with a SandboxError after `end()` or exit. */
   write(data: string | Buffer): Promise<void>
-  /** Closes its stdin (a PTY: sends EOF, ^D). */
+  /** Closes its stdin (a PTY: sends EOF, ^D). Resolves also when the process has already exited
+   * or its stdin was already closed: its input is over either way. */
   end(): Promise<void>
   /** Signals its process group; resolves true, or false when it had already exited. */
   kill(signal?: NodeJS.Signals | number): Promise<boolean>

@@ -115,6 +115,11 @@ test('spawn: stdin stays open for write()/end(); wait() gives the result; exitCo
   assert.equal(r.exitCode, 0)
   assert.equal(p.exitCode, 0)
   await assert.rejects(p.write('late'), coded('ERR_PROCESS_EXITED'))
+  // A program that read what it needed and exited before the close: end() still resolves.
+  const one = await m.spawn(['head', '-n', '1'], { stdin: true })
+  await one.write('only\n')
+  assert.equal((await one.wait()).stdout, 'only\n')
+  await one.end()
   const closed = await m.spawn(['sleep', '5'])
   await assert.rejects(closed.write('x'), coded('ERR_STDIN_CLOSED'))
   await closed.kill()

@@ -118,7 +118,13 @@ impl Table {
     }
 
     pub fn close_stdin(&self, writer: &Writer, id: u32, pid: i32) -> Result<(), Fail> {
-        let proc = self.running(pid)?;
+        let proc = self.get(pid)?;
+        if proc.exited() {
+            // Its input is over either way: a program that read what it needed and exited
+            // before the close arrived is not an error, as a second close is not.
+            writer.ok(id, json!({}));
+            return Ok(());
+        }
         let mut stdin = proc.stdin.lock().unwrap();
         // A pty keeps its input open: ^D is what ends a terminal's input.
         let sender = if proc.pty {
