@@ -394,9 +394,9 @@ export interface SandboxOptions {
    * and behaves as a fresh one; it waits with the language the session ran last (a Python box has
    * the interpreter and the cell runner loaded). Costs host memory and CPU for boxes that may go
    * unused; ready boxes idle for 60 s are stopped, close() stops them all and none outlives
-   * Node. A whole number 0-16; 0 turns it off. `KERN_SANDBOX_PREWARM` replaces the default. The
-   * one-shot top-level runCode() keeps none.
-   * @default 2 */
+   * Node. A whole number 0-16; 0 (the default) starts no box ahead, exactly as kern-sandbox 0.1.1
+   * did. `KERN_SANDBOX_PREWARM` replaces the default. The one-shot top-level runCode() keeps none.
+   * @default 0 */
   prewarm?: number
 }
 

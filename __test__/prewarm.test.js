@@ -270,3 +270,35 @@ test(
     assert.equal(calls.length, 2)
   },
 )
+
+test(
+  'prewarm: off by default, so a session starts exactly one box per call, as 0.1.1 did',
+  { skip: STANDIN_ONLY },
+  async () => {
+    const rec = recordingKern()
+    const child = await runNode(
+      `
+    const { Sandbox } = require(REPO)
+    ;(async () => {
+      const sbx = new Sandbox()
+      const prewarm = sbx.prewarm
+      await sbx.open()
+      await sbx.runCode('x = 1')
+      await sbx.run(['true'])
+      await new Promise((r) => setTimeout(r, 500))
+      const ready = sbx.readyBoxes
+      await sbx.close()
+      console.log(JSON.stringify({ prewarm, ready }))
+    })()
+  `,
+      { env: { KERN_BIN: rec.bin, KERN_SANDBOX_PREWARM: undefined } },
+    )
+    assert.equal(child.code, 0, child.stderr)
+    const out = lastJson(child.stdout)
+    assert.equal(out.ready, 0)
+    assert.ok(out.prewarm === 0 || out.prewarm === undefined, `prewarm property: ${out.prewarm}`)
+    const boxes = rec.boxCalls()
+    assert.equal(boxes.length, 2, `one box per call: ${JSON.stringify(boxes)}`)
+    assert.ok(!boxes.some((a) => a.join(' ').includes(WAITER)), 'no waiter box')
+  },
+)

@@ -43,7 +43,7 @@ pub const DEFAULTS: Defaults = Defaults {
     cap_drop: &["ALL"],
     require_limits: false,
     box_workspace: "/workspace",
-    prewarm: 2,
+    prewarm: 0,
 };
 
 /// [`DEFAULTS`] as JS sees them, under the options' names.
