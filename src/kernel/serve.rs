@@ -29,7 +29,7 @@ use crate::lifecycle::fault::{self, Ending, Fault};
 use crate::lifecycle::outcome::Outcome;
 use crate::lifecycle::spawn::Pipes;
 use crate::output::notes::HeadNotes;
-use crate::output::Sink;
+use crate::output::{read_now, Sink};
 
 /// How long an interrupted cell gets to stop before the kernel is torn down instead.
 const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
@@ -752,19 +752,6 @@ async fn keep_stderr(
             }
             Ok(Ok(0) | Err(_)) => return,
             Ok(Ok(n)) => take(&buf[..n]),
-        }
-    }
-}
-
-/// Reads what the pipe holds now, with plain non-blocking reads (tokio's readiness may not have
-/// seen it yet); true at EOF.
-fn read_now(r: &impl std::os::fd::AsFd, buf: &mut [u8], take: &mut impl FnMut(&[u8])) -> bool {
-    loop {
-        match rustix::io::read(r, &mut *buf) {
-            Ok(0) => return true,
-            Ok(n) => take(&buf[..n]),
-            Err(rustix::io::Errno::INTR) => {}
-            Err(_) => return false,
         }
     }
 }

@@ -12,3 +12,4 @@ pub mod locate;
 pub mod outcome;
 pub mod procfs;
 pub mod spawn;
+pub mod workload;

@@ -22,7 +22,8 @@ use crate::lifecycle::boxes;
 use crate::lifecycle::cancel::{Cancel, StopReason};
 use crate::lifecycle::fault::Started;
 use crate::lifecycle::launch::{self, Reaper, Spawned};
-use crate::output::{pump, Captured, ChunkFn};
+use crate::lifecycle::workload;
+use crate::output::{pump, Captured, ChunkFn, Drain};
 
 // The teardown budgets add up to well under 2 s, so a timed-out call resolves within 2 s of its
 // deadline even when kern ignores signals (kern itself waits 10 s on a TERM-ignoring workload).
@@ -37,6 +38,9 @@ const DRAIN_AFTER_KILL: Duration = Duration::from_millis(300);
 /// After kern exits, how long its pipes may stay open (held by a stray process) before we stop
 /// reading them.
 const DRAIN_BUDGET: Duration = Duration::from_millis(2000);
+/// After a call resolved on its workload's exit, how long kern's own teardown may take before the
+/// box is torn down as a timed-out one is.
+const TEARDOWN_BUDGET: Duration = Duration::from_secs(10);
 
 pub struct Launch<'a> {
     pub kern: &'a Path,
@@ -58,6 +62,9 @@ pub struct BoxRun {
     pub stopped: Option<StopReason>,
     pub survivors: Option<String>,
     pub duration: Duration,
+    /// kern's teardown, still running when the workload's end resolved the call early; whoever
+    /// owns the box's session waits for it before the session is gone.
+    pub teardown: Option<tokio::task::JoinHandle<()>>,
 }
 
 struct SpawnRequest {
@@ -262,27 +269,37 @@ pub async fn supervise(b: Booted, l: Watch<'_>, t0: Instant) -> BoxRun {
     // Output is read in this same task (no spawns: fewer thread hand-offs per call). While kern
     // runs the pipes are read to EOF; once it is gone they get a bounded moment, in case a stray
     // process still holds them.
-    let (drain_tx, drain_rx) = watch::channel::<Option<Duration>>(None);
-    let drained = |mut rx: watch::Receiver<Option<Duration>>| async move {
-        let budget = rx
+    let (drain_tx, drain_rx) = watch::channel::<Option<Drain>>(None);
+    let drained = |mut rx: watch::Receiver<Option<Drain>>| async move {
+        let how = rx
             .wait_for(Option::is_some)
             .await
-            .map(|v| v.unwrap_or_default())
-            .unwrap_or_default();
-        tokio::time::sleep(budget).await;
+            .map(|v| v.unwrap_or(Drain::Now))
+            .unwrap_or(Drain::Now);
+        match how {
+            Drain::Now => true,
+            Drain::Within(budget) => {
+                tokio::time::sleep(budget).await;
+                false
+            }
+        }
     };
     let io = async {
         tokio::join!(
             pump(stdout, l.cap, l.on_stdout, drained(drain_rx.clone()), false),
             pump(stderr, l.cap, l.on_stderr, drained(drain_rx.clone()), true),
-            read_started(started_r, drained(drain_rx)),
+            read_started(started_r, async {
+                drained(drain_rx).await;
+            }),
         )
     };
     let life = async {
         let mut timed_out = false;
         let mut stop_reason = None;
+        let mut early = false;
         let status = tokio::select! {
             s = child.wait() => Some(s),
+            code = workload::exited(pgid) => { early = true; Some(code << 8) }
             _ = tokio::time::sleep(l.timeout) => { timed_out = true; None }
             _ = l.cancel.fired() => { stop_reason = l.cancel.reason(); None }
         };
@@ -296,21 +313,39 @@ pub async fn supervise(b: Booted, l: Watch<'_>, t0: Instant) -> BoxRun {
                 reaped
             }
         };
-        let budget = if timed_out || stop_reason.is_some() {
-            DRAIN_AFTER_KILL
+        let budget = if early {
+            Drain::Now
+        } else if timed_out || stop_reason.is_some() {
+            Drain::Within(DRAIN_AFTER_KILL)
         } else {
-            DRAIN_BUDGET
+            Drain::Within(DRAIN_BUDGET)
         };
         let _ = drain_tx.send(Some(budget));
-        (status, timed_out, stop_reason, survivors)
+        (status, timed_out, stop_reason, survivors, early)
     };
-    let ((status, timed_out, stop_reason, survivors), (stdout, stderr, started)) =
+    let ((status, timed_out, stop_reason, survivors, early), (stdout, stderr, started)) =
         tokio::join!(life, io);
     let exit_code = match (status, timed_out || stop_reason.is_some()) {
         (Some(s), false) => launch::exit_code(s),
         (Some(s), true) => launch::exit_code(s).max(crate::lifecycle::fault::EXIT_SIGKILL),
         (None, _) => crate::lifecycle::fault::EXIT_SIGKILL,
     };
+    // The workload exec'd and exited by itself: the box started (kern writes its started byte only
+    // after its teardown, which now goes on without the call).
+    let started = if early {
+        Started::Yes { mem_cap: 0 }
+    } else {
+        started
+    };
+    let teardown = early.then(|| {
+        tokio::spawn(finish_teardown(
+            kern.to_path_buf(),
+            name.to_string(),
+            pgid,
+            child,
+            _live,
+        ))
+    });
     BoxRun {
         exit_code,
         started,
@@ -320,7 +355,27 @@ pub async fn supervise(b: Booted, l: Watch<'_>, t0: Instant) -> BoxRun {
         stopped: stop_reason,
         survivors,
         duration: t0.elapsed(),
+        teardown,
     }
+}
+
+/// kern's own teardown after a call resolved early: waited for (bounded), then forced, so the box
+/// is tracked until kern is gone and nothing of it outlives the session.
+async fn finish_teardown(
+    kern: PathBuf,
+    name: String,
+    pgid: i32,
+    mut child: Reaper,
+    live: boxes::BoxGuard,
+) {
+    if tokio::time::timeout(TEARDOWN_BUDGET, child.wait())
+        .await
+        .is_err()
+    {
+        teardown(&kern, &name, pgid, &mut child).await;
+        confirm_gone(&kern, &name, pgid).await;
+    }
+    drop(live);
 }
 
 /// Reads kern's started signal (at most two bytes) until EOF.

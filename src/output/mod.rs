@@ -12,6 +12,7 @@ pub mod notes;
 pub mod trim;
 
 use std::future::Future;
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -165,13 +166,36 @@ impl Drop for ReadBuf {
     }
 }
 
-/// Reads `r` to EOF (or until `stop` resolves), capturing up to `cap` bytes. With `kern_notes`
-/// (a box's stderr), kern's leading notes are taken out first (see [`notes`]).
-pub async fn pump<R: AsyncRead + Unpin>(
+/// When a pump stops reading before EOF.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Drain {
+    /// Every writer is known to be gone: read what the pipe holds now, then stop.
+    Now,
+    /// A writer may linger: keep reading for at most this long.
+    Within(Duration),
+}
+
+/// Reads what the pipe holds now with plain non-blocking reads (tokio's readiness may not have
+/// seen it yet); true at EOF.
+pub fn read_now(r: &impl AsFd, buf: &mut [u8], take: &mut impl FnMut(&[u8])) -> bool {
+    loop {
+        match rustix::io::read(r, &mut *buf) {
+            Ok(0) => return true,
+            Ok(n) => take(&buf[..n]),
+            Err(rustix::io::Errno::INTR) => {}
+            Err(_) => return false,
+        }
+    }
+}
+
+/// Reads `r` to EOF (or until `stop` resolves; with `true`, after reading what the pipe holds
+/// then), capturing up to `cap` bytes. With `kern_notes` (a box's stderr), kern's leading notes
+/// are taken out first (see [`notes`]).
+pub async fn pump<R: AsyncRead + AsFd + Unpin>(
     mut r: R,
     cap: usize,
     sink: Option<ChunkFn>,
-    stop: impl Future<Output = ()>,
+    stop: impl Future<Output = bool>,
     kern_notes: bool,
 ) -> Captured {
     let mut buf = ReadBuf::lend();
@@ -192,7 +216,19 @@ pub async fn pump<R: AsyncRead + Unpin>(
                 }
                 continue;
             }
-            _ = &mut stop => break,
+            now = &mut stop => {
+                if now {
+                    read_now(&r, buf, &mut |b| {
+                        total_read += b.len();
+                        let chunk = match head.as_mut() {
+                            Some(h) => h.feed(b),
+                            None => std::borrow::Cow::Borrowed(b),
+                        };
+                        take_chunk(&mut got, sink.as_mut(), &chunk, cap);
+                    });
+                }
+                break;
+            }
         };
         let n = match read {
             Ok(0) => break,
@@ -243,24 +279,69 @@ mod tests {
         assert!(out.capacity() <= 8 || out.capacity() == READ_SIZE.min(8));
     }
 
+    /// A pipe whose write end a thread fills with `data`, then closes (or keeps open).
+    fn piped(data: Vec<u8>, keep_open: bool) -> tokio::net::unix::pipe::Receiver {
+        let (r, w) = rustix::pipe::pipe().unwrap();
+        std::thread::spawn(move || {
+            let mut rest = &data[..];
+            while !rest.is_empty() {
+                let n = rustix::io::write(&w, rest).unwrap();
+                rest = &rest[n..];
+            }
+            if keep_open {
+                std::thread::sleep(Duration::from_secs(5));
+            }
+        });
+        tokio::net::unix::pipe::Receiver::from_owned_fd(r).unwrap()
+    }
+
     #[tokio::test]
     async fn pump_drains_past_the_cap() {
         let data = vec![b'x'; 1 << 20];
-        let got = pump(&data[..], 1000, None, std::future::pending(), false).await;
+        let got = pump(
+            piped(data, false),
+            1000,
+            None,
+            std::future::pending(),
+            false,
+        )
+        .await;
         assert_eq!(got.bytes.len(), 1000);
         assert!(got.truncated);
-        let got = pump(&b"abc"[..], 1000, None, std::future::pending(), false).await;
+        let got = pump(
+            piped(b"abc".to_vec(), false),
+            1000,
+            None,
+            std::future::pending(),
+            false,
+        )
+        .await;
         assert_eq!(got.bytes, b"abc");
         assert!(!got.truncated);
     }
 
     #[tokio::test]
     async fn kern_notes_do_not_count_toward_the_cap() {
-        let text = b"kern: warning: pump-test caps not enforced\nabc";
-        let got = pump(&text[..], 3, None, std::future::pending(), true).await;
+        let text = b"kern: warning: pump-test caps not enforced\nabc".to_vec();
+        let got = pump(
+            piped(text.clone(), false),
+            3,
+            None,
+            std::future::pending(),
+            true,
+        )
+        .await;
         assert_eq!(got.bytes, b"abc");
         assert!(!got.truncated);
-        let got = pump(&text[..], 3, None, std::future::pending(), false).await;
+        let got = pump(piped(text, false), 3, None, std::future::pending(), false).await;
         assert!(got.truncated);
+    }
+
+    #[tokio::test]
+    async fn a_stop_that_drains_now_takes_what_the_pipe_holds_without_waiting_for_eof() {
+        let r = piped(b"written before the stop".to_vec(), true);
+        std::thread::sleep(Duration::from_millis(50));
+        let got = pump(r, 1000, None, async { true }, false).await;
+        assert_eq!(got.bytes, b"written before the stop");
     }
 }

@@ -87,7 +87,7 @@ pub struct Session {
     machines: Mutex<Vec<Weak<crate::machine::Machine>>>,
     /// Held shared by a background snapshot/restore: close() waits for them to stop before it
     /// removes a workspace they may still be writing.
-    jobs: tokio::sync::RwLock<()>,
+    jobs: Arc<tokio::sync::RwLock<()>>,
 }
 
 /// A fresh box name; kern refuses a name in use.
@@ -122,7 +122,7 @@ impl Session {
             calls: Default::default(),
             kernels: Mutex::new(Vec::new()),
             machines: Mutex::new(Vec::new()),
-            jobs: tokio::sync::RwLock::new(()),
+            jobs: Default::default(),
         }
     }
 
@@ -602,6 +602,15 @@ impl Session {
                 .await
             }
         };
+        let run = match run {
+            Ok(mut r) => {
+                if let Some(t) = r.teardown.take() {
+                    self.outlive(t).await;
+                }
+                Ok(r)
+            }
+            e => e,
+        };
         // Refilled once the call is done: a box starting beside it would take CPU from it. A
         // call that found none while some were starting came faster than they start: more
         // starts would only compete with the next calls for the CPU.
@@ -611,6 +620,23 @@ impl Session {
             }
         }
         run
+    }
+
+    /// Lets a box's teardown finish after its call has resolved; close() waits for it (as for a
+    /// background snapshot). A close already under way waits for nothing new: the teardown is
+    /// awaited here instead.
+    async fn outlive(&self, teardown: tokio::task::JoinHandle<()>) {
+        match self.jobs.clone().try_read_owned() {
+            Ok(job) => {
+                tokio::spawn(async move {
+                    let _ = teardown.await;
+                    drop(job);
+                });
+            }
+            Err(_) => {
+                let _ = teardown.await;
+            }
+        }
     }
 
     /// Starts ready boxes, in the background, up to the pool's size.

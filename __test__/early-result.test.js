@@ -1,0 +1,75 @@
+'use strict'
+// A one-shot call resolves once its workload has ended, while kern's teardown may still run (on a
+// real kern on Linux 6.15+; otherwise on kern's exit, as before). Either way the result must be
+// final: nothing the workload left running writes after it, files the interpreter flushes at exit
+// are there, exit codes and faults are what kern would report, and close() leaves no box behind.
+
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const { openSandbox, procsMatching, sleep } = require('./helpers')
+
+test('a process the workload left running is gone before the result: it never writes after it', async (t) => {
+  const sbx = await openSandbox(t)
+  for (let i = 0; i < 5; i++) {
+    const r = await sbx.runCode(
+      `(sleep 0.2; echo late > /workspace/late-${i}.txt) & (sleep 0.2; echo late-out) & echo hi`,
+      { language: 'bash' },
+    )
+    assert.equal(r.stdout, 'hi\n', `call ${i}`)
+    assert.equal(r.exitCode, 0)
+  }
+  await sleep(600)
+  const left = (await sbx.listFiles()).filter((f) => f.startsWith('late-'))
+  assert.deepEqual(left, [], 'a survivor wrote into the workspace after the result')
+})
+
+test('files the interpreter flushes only at exit are in the workspace and in files', async (t) => {
+  const sbx = await openSandbox(t)
+  for (let i = 0; i < 5; i++) {
+    // Never closed: CPython flushes it as the interpreter finalizes, after the cell.
+    const r = await sbx.runCode(`f = open('unclosed-${i}.txt', 'w')\nf.write('x' * 100000)\nprint('done')`)
+    assert.equal(r.stdout, 'done\n')
+    assert.equal((await sbx.readFile(`unclosed-${i}.txt`)).length, 100000, `call ${i}`)
+    assert.ok(
+      r.files.some((f) => (typeof f === 'string' ? f : f.path) === `unclosed-${i}.txt`),
+      JSON.stringify(r.files),
+    )
+  }
+})
+
+test('output written at interpreter exit (atexit) is in the result', async (t) => {
+  const sbx = await openSandbox(t)
+  const r = await sbx.runCode("import atexit, sys\natexit.register(lambda: print('bye'))\nsys.exit(4)")
+  assert.equal(r.stdout, 'bye\n')
+  assert.equal(r.exitCode, 4)
+  assert.equal(r.fault, null)
+})
+
+test('exit codes, signal deaths and their faults are what kern reports', async (t) => {
+  const sbx = await openSandbox(t)
+  for (const [code, want] of [
+    ['exit 0', 0],
+    ['exit 7', 7],
+    ['exit 127', 127],
+    ['exit 130', 130],
+  ]) {
+    const r = await sbx.runCode(code, { language: 'bash' })
+    assert.equal(r.exitCode, want, code)
+    assert.equal(r.fault, null, code)
+  }
+  // PID 1 ignores signals sent from inside its box: the victim is a child that its shell reports.
+  const killed = await sbx.run(['sh', '-c', 'sh -c "kill -9 \\$\\$"; exit $?'])
+  assert.equal(killed.exitCode, 137)
+  assert.equal(killed.fault && killed.fault.type, 'killed')
+})
+
+test('close() waits for every box to be gone, teardowns still running included', async (t) => {
+  const sbx = await openSandbox(t)
+  const ws = sbx.workspacePath
+  for (let round = 0; round < 3; round++) {
+    await Promise.all([sbx.run(['true']), sbx.runCode('x = 1'), sbx.runCode('echo hi', { language: 'bash' })])
+  }
+  await sbx.close()
+  // Every kern of the session has the workspace in its argv.
+  assert.deepEqual(procsMatching(ws), [], 'a kern of the session outlived close()')
+})

@@ -1,0 +1,204 @@
+//! Knowing that a box's workload has ended before kern has torn the box down.
+//!
+//! kern exits only after its teardown (unmounts, scratch and cgroup removal): 5 ms on a quiet
+//! host, tens under load. The call's result is known earlier: the box's PID 1 is kern's direct
+//! child (its `NSpid` ends in 1), and when a PID namespace's init exits the kernel kills every
+//! other process of the namespace and waits for them before the init itself is reported dead. So
+//! once a pidfd on that init says it exited, nothing in the box writes any more: its output is
+//! whole in the pipes and its workspace writes are done. The exit status comes from the pidfd
+//! after kern reaps the init (`PIDFD_GET_INFO` with `PIDFD_INFO_EXIT`, Linux 6.15+).
+//!
+//! Only a workload that exec'd (its command name is no longer kern's: kern's own setup failed
+//! otherwise) and exited normally with a code under 128 is answered here; a signal death or a code
+//! that reads as one (SIGSYS, an OOM kill, a shell's `exit 137`) is left to kern's own exit and
+//! started byte, so faults are decided exactly as before. Anything this
+//! watcher cannot tell for sure (an older kernel, a box gone before it was seen) leaves the call
+//! on kern's exit, as without it.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use tokio::io::unix::AsyncFd;
+
+/// How often kern's children are looked at until the box's init shows up and has exec'd.
+const POLL: Duration = Duration::from_millis(1);
+/// After this many looks, the look is made less often (a kern whose box init is not its child,
+/// such as a runtime that starts it through a helper, is never matched).
+const FAST_LOOKS: u32 = 200;
+const SLOW_POLL: Duration = Duration::from_millis(20);
+/// Past this many looks the watcher gives up and the call goes by kern's exit.
+const MAX_LOOKS: u32 = FAST_LOOKS + 250;
+/// How long kern may take to reap its exited init before the exit status is given up on.
+const REAP_WAIT: Duration = Duration::from_millis(50);
+
+/// `struct pidfd_info` up to `exit_code` (the kernel's first published size, 64 bytes).
+#[repr(C)]
+#[derive(Default)]
+struct PidfdInfo {
+    mask: u64,
+    cgroupid: u64,
+    ids: [u32; 11],
+    exit_code: i32,
+}
+
+const PIDFD_INFO_EXIT: u64 = 1 << 3;
+/// `_IOWR(0xFF, 11, struct pidfd_info)` with the 64-byte struct.
+const PIDFD_GET_INFO: libc::c_ulong = (3 << 30) | (64 << 16) | (0xFF << 8) | 11;
+
+/// The wait status of the process behind `pidfd` once it has been reaped; `None` while it has
+/// not, or where the kernel cannot tell.
+fn exit_info(pidfd: &OwnedFd) -> Option<i32> {
+    let mut info = PidfdInfo {
+        mask: PIDFD_INFO_EXIT,
+        ..Default::default()
+    };
+    // SAFETY: PIDFD_GET_INFO reads and writes at most size_of::<PidfdInfo>() bytes (the size is
+    // encoded in the request), and `info` is that large and lives across the call.
+    let r = unsafe {
+        libc::ioctl(
+            pidfd.as_raw_fd(),
+            PIDFD_GET_INFO,
+            &mut info as *mut PidfdInfo,
+        )
+    };
+    (r == 0 && info.mask & PIDFD_INFO_EXIT != 0).then_some(info.exit_code)
+}
+
+fn pidfd_open(pid: i32) -> Option<OwnedFd> {
+    let pid = rustix::process::Pid::from_raw(pid)?;
+    rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::NONBLOCK).ok()
+}
+
+/// Whether this kernel answers `PIDFD_GET_INFO` (asked once, on a pidfd of this process).
+fn supported() -> bool {
+    static ANSWER: OnceLock<bool> = OnceLock::new();
+    *ANSWER.get_or_init(|| {
+        let Some(fd) = pidfd_open(std::process::id() as i32) else {
+            return false;
+        };
+        let mut info = PidfdInfo::default();
+        // SAFETY: as in exit_info.
+        unsafe { libc::ioctl(fd.as_raw_fd(), PIDFD_GET_INFO, &mut info as *mut PidfdInfo) == 0 }
+    })
+}
+
+fn read(path: &str) -> Option<String> {
+    std::fs::read_to_string(path).ok()
+}
+
+/// kern's child that is the init of a new PID namespace, if one is there now.
+fn box_init(kern: i32) -> Option<i32> {
+    let children = read(&format!("/proc/{kern}/task/{kern}/children"))?;
+    children
+        .split_whitespace()
+        .filter_map(|c| c.parse::<i32>().ok())
+        .find(|c| is_ns_init(*c))
+}
+
+fn is_ns_init(pid: i32) -> bool {
+    read(&format!("/proc/{pid}/status")).is_some_and(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("NSpid:"))
+            .is_some_and(|ids| {
+                let ids: Vec<&str> = ids.split_whitespace().collect();
+                ids.len() > 1 && ids.last() == Some(&"1")
+            })
+    })
+}
+
+fn comm(pid: i32) -> Option<String> {
+    read(&format!("/proc/{pid}/comm")).map(|c| c.trim_end().to_string())
+}
+
+/// Resolves to the workload's exit code once the box's init has exec'd and exited normally;
+/// never resolves when that cannot be known (the caller then goes by kern's exit).
+pub async fn exited(kern: i32) -> i32 {
+    match watch(kern).await {
+        Some(code) => code,
+        None => std::future::pending().await,
+    }
+}
+
+async fn watch(kern: i32) -> Option<i32> {
+    // kern takes milliseconds to start a box: a call that is over sooner (a fake kern, a failed
+    // start) never pays for a look.
+    tokio::time::sleep(POLL).await;
+    if !supported() {
+        return None;
+    }
+    let kern_comm = comm(kern)?;
+    // The init shows up a few ms into kern's start; it is kern's until it execs the workload.
+    let mut looks = 0u32;
+    let (pid, pidfd) = loop {
+        looks += 1;
+        if looks > MAX_LOOKS {
+            return None;
+        }
+        if let Some(pid) = box_init(kern) {
+            let fd = pidfd_open(pid)?;
+            // The pid could have been reaped and reused between the look and the open.
+            if !is_ns_init(pid) {
+                return None;
+            }
+            break (pid, fd);
+        }
+        comm(kern)?; // kern is gone
+        tokio::time::sleep(if looks < FAST_LOOKS { POLL } else { SLOW_POLL }).await;
+    };
+    // SAFETY: the pidfd is ours alone and registered once.
+    let pidfd = unsafe { AsyncFd::register(pidfd) }.ok()?;
+    // An exec is seen by the command name; an init that exits before it was seen to exec leaves
+    // the call to kern (its setup may have failed).
+    loop {
+        looks += 1;
+        match comm(pid) {
+            Some(c) if c != kern_comm => break,
+            Some(_) if looks <= MAX_LOOKS => {}
+            _ => return None,
+        }
+        let poll = if looks < FAST_LOOKS { POLL } else { SLOW_POLL };
+        if tokio::time::timeout(poll, pidfd.readable()).await.is_ok() {
+            return None;
+        }
+    }
+    let _ = pidfd.readable().await.ok()?;
+    // Readable at exit; the status is there once kern has reaped it, microseconds later.
+    let deadline = tokio::time::Instant::now() + REAP_WAIT;
+    let status = loop {
+        if let Some(s) = exit_info(pidfd.get_ref()) {
+            break s;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_micros(200)).await;
+    };
+    // A code of 128 and up reads as a signal death to the fault classifier, which weighs it with
+    // kern's started byte (an OOM kill against an enforced cap): that byte comes with kern's exit.
+    let code = libc::WEXITSTATUS(status);
+    (libc::WIFEXITED(status) && code < 128).then_some(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_info_struct_is_the_kernels_first_size() {
+        assert_eq!(std::mem::size_of::<PidfdInfo>(), 64);
+    }
+
+    #[tokio::test]
+    async fn a_child_that_is_no_namespace_init_is_not_taken_for_a_box() {
+        let child = std::process::Command::new("sleep")
+            .arg("0.2")
+            .spawn()
+            .unwrap();
+        assert_eq!(box_init(std::process::id() as i32), None);
+        let got = tokio::time::timeout(Duration::from_millis(50), watch(std::process::id() as i32));
+        assert!(got.await.is_err(), "still looking: no init below us");
+        let mut child = child;
+        child.wait().unwrap();
+    }
+}
