@@ -56,7 +56,7 @@ require.cache[bindingPath].exports = patched
 
 const { kern, tmpDir } = require('./helpers.js')
 const { CLASSES } = require('../lib/errors.js')
-const e2b = require('../e2b.js')
+const e2b = require('../lib/e2b/entry.js')
 const { SandboxError, MountRefused, Sandbox } = kern
 
 const NO_NODE = { PATH: '/kst-no-such-dir' }

@@ -55,7 +55,7 @@ test('the package resolves by its own name through its exports map (import and r
 test("kern-sandbox/e2b: the ESM entry's named and default exports are the CommonJS objects, and run a cell", async () => {
   const esm = await import('kern-sandbox/e2b')
   const e2bCjs = require('kern-sandbox/e2b')
-  assert.equal(require.resolve('kern-sandbox/e2b'), require.resolve('../e2b.js'))
+  assert.equal(require.resolve('kern-sandbox/e2b'), require.resolve('../lib/e2b/entry.js'))
   assert.equal(esm.default, e2bCjs)
   for (const k of Object.keys(e2bCjs)) assert.equal(esm[k], e2bCjs[k], k)
   const { Sandbox, TimeoutError, SandboxError } = esm

@@ -128,18 +128,47 @@ console.log(JSON.stringify({ resolved: import.meta.resolve('kern-sandbox/e2b'), 
     const cjs = node(['e2b.js'], project, { KERN_BIN: kernBin })
     assert.equal(cjs.status, 0, cjs.stderr)
     const c = JSON.parse(cjs.stdout)
-    assert.equal(c.resolved, path.join(project, 'node_modules', pkg.name, 'e2b.js'))
+    assert.equal(c.resolved, path.join(project, 'node_modules', pkg.name, 'lib', 'e2b', 'entry.js'))
     assert.deepEqual([c.text, c.stdout, c.cmd, c.exitError], ['42', ['printed\n'], 'from the host', 'function'])
     const esm = node(['e2b.mjs'], project, { KERN_BIN: kernBin })
     assert.equal(esm.status, 0, esm.stderr)
     const e = JSON.parse(esm.stdout)
-    assert.equal(e.resolved, `file://${path.join(project, 'node_modules', pkg.name, 'e2b.mjs')}`)
+    assert.equal(e.resolved, `file://${path.join(project, 'node_modules', pkg.name, 'lib', 'e2b', 'entry.mjs')}`)
     assert.deepEqual([e.same, e.stdout], [true, ['shell escape\n']])
   },
 )
 
 test(
-  'TypeScript finds the installed types (nodenext: both entries; node10: the top-level "types")',
+  'every subpath resolves from the installed package: require to lib/<name>/entry.js, import to entry.mjs',
+  { skip },
+  () => {
+    // Resolution only: the framework entries' peers are not installed here (resolving loads nothing).
+    const subpaths = ['e2b', 'ai', 'openai-agents', 'mastra', 'langchain']
+    fs.writeFileSync(
+      path.join(project, 'resolve.mjs'),
+      `import { createRequire } from 'node:module'
+const require = createRequire(import.meta.url)
+const subpaths = ${JSON.stringify(subpaths)}
+console.log(JSON.stringify(subpaths.map((s) => [require.resolve('kern-sandbox/' + s), import.meta.resolve('kern-sandbox/' + s)])))`,
+    )
+    const r = node(['resolve.mjs'], project)
+    assert.equal(r.status, 0, r.stderr)
+    const installed = path.join(project, 'node_modules', pkg.name)
+    assert.deepEqual(
+      JSON.parse(r.stdout),
+      subpaths.map((s) => [
+        path.join(installed, 'lib', s, 'entry.js'),
+        `file://${path.join(installed, 'lib', s, 'entry.mjs')}`,
+      ]),
+    )
+    for (const s of subpaths)
+      for (const f of ['entry.js', 'entry.mjs', 'entry.d.ts', 'entry.d.mts'])
+        assert.ok(packed.main.files.includes(`lib/${s}/${f}`), `lib/${s}/${f} not in the tarball`)
+  },
+)
+
+test(
+  'TypeScript finds the installed types (nodenext: both entries; node10: the top-level "types" and typesVersions)',
   { skip },
   async () => {
     const tsc = require.resolve('typescript/bin/tsc')
@@ -179,6 +208,18 @@ await sbx.kill()
 export const create = (): Promise<e2b.Sandbox> => e2b.Sandbox.create('code-interpreter-v1', { allowInternetAccess: false })
 `,
     )
+    // node10 has no exports map: kern-sandbox/e2b reaches lib/e2b/entry.d.ts through typesVersions.
+    fs.writeFileSync(
+      path.join(project, 'use-e2b.ts'),
+      `import e2b = require('kern-sandbox/e2b')
+import { Sandbox, type Execution } from 'kern-sandbox/e2b'
+export async function f(): Promise<string | undefined> {
+  const sbx: e2b.Sandbox = await Sandbox.create({ timeoutMs: 60_000 })
+  const ex: Execution = await sbx.runCode('1 + 1')
+  return ex.text
+}
+`,
+    )
     const typeRoots = [path.join(repo, 'node_modules', '@types')]
     // skipLibCheck: index.d.ts itself is checked by types/types.test.js; here only resolution and use.
     const base = {
@@ -203,7 +244,7 @@ export const create = (): Promise<e2b.Sandbox> => e2b.Sandbox.create('code-inter
           esModuleInterop: true,
           ...(tsMajor >= 6 ? { ignoreDeprecations: '6.0' } : {}),
         },
-        files: ['use.ts'],
+        files: ['use.ts', 'use-e2b.ts'],
       },
     }
     // Both at once: two cores, two compilers.

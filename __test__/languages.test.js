@@ -7,7 +7,7 @@ const assert = require('node:assert/strict')
 const fs = require('node:fs')
 const path = require('node:path')
 const { kern, tmpDir } = require('./helpers.js')
-const e2b = require('../e2b.js')
+const e2b = require('../lib/e2b/entry.js')
 const native = require('../lib/native.js')
 const { Sandbox, SandboxError, resolveLanguage, LANGUAGE_NAMES } = kern
 

@@ -146,12 +146,57 @@ test('exports map: require and import each with their own types, listed first', 
   assert.ok(pkg.files.includes('binding.js'), 'the generated loader must be published')
 })
 
+// The subpath entries live in their own folders (lib/<name>/entry.*); the root keeps napi-rs's
+// index.* and the generated loader only.
+const SUBPATHS = ['e2b', 'ai', 'openai-agents', 'mastra', 'langchain']
+
+test('exports map: each subpath points into lib/<name>/, and typesVersions gives node10 the same .d.ts', () => {
+  assert.deepEqual(Object.keys(pkg.exports), ['.', ...SUBPATHS.map((s) => `./${s}`), './package.json'])
+  assert.equal(pkg.exports['./package.json'], './package.json')
+  for (const s of SUBPATHS) {
+    const e = pkg.exports[`./${s}`]
+    assert.deepEqual(Object.keys(e), ['import', 'require'])
+    assert.deepEqual(e.import, { types: `./lib/${s}/entry.d.mts`, default: `./lib/${s}/entry.mjs` })
+    assert.deepEqual(e.require, { types: `./lib/${s}/entry.d.ts`, default: `./lib/${s}/entry.js` })
+    for (const f of [e.import.types, e.import.default, e.require.types, e.require.default])
+      assert.ok(fs.existsSync(path.join(repo, f)), `${f} missing`)
+    // node10 ignores "exports"; typesVersions sends kern-sandbox/<name> to the "require" types.
+    assert.deepEqual(pkg.typesVersions['*'][s], [e.require.types.slice(2)])
+  }
+  assert.deepEqual(Object.keys(pkg.typesVersions), ['*'])
+  assert.deepEqual(Object.keys(pkg.typesVersions['*']), SUBPATHS)
+  assert.ok(pkg.files.includes('lib/'), 'lib/ (and with it the subpath entries) must be published')
+  const rootEntries = fs.readdirSync(repo).filter((f) => /\.(js|mjs|d\.ts|d\.mts)$/.test(f))
+  assert.deepEqual(
+    rootEntries.filter((f) => !/^(index|binding)\./.test(f)),
+    [],
+    'only index.* and the generated binding.* belong at the root',
+  )
+})
+
+test('every subpath resolves by the package name: require to lib/<name>/entry.js, import to entry.mjs', () => {
+  // Resolution only, so no framework is loaded.
+  const r = node(
+    `const require = (await import('node:module')).createRequire(${JSON.stringify(path.join(repo, 'index.js'))})
+    console.log(JSON.stringify(${JSON.stringify(SUBPATHS)}.map((s) => [require.resolve('kern-sandbox/' + s), import.meta.resolve('kern-sandbox/' + s)])))`,
+    { esm: true },
+  )
+  assert.equal(r.status, 0, r.stderr)
+  assert.deepEqual(
+    JSON.parse(r.stdout),
+    SUBPATHS.map((s) => [path.join(repo, 'lib', s, 'entry.js'), `file://${path.join(repo, 'lib', s, 'entry.mjs')}`]),
+  )
+})
+
 test('npm pack ships the entries, both type files and the loader, and no addon or source', () => {
   const r = cp.spawnSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: repo, encoding: 'utf8' })
   assert.equal(r.status, 0, r.stderr)
   const files = JSON.parse(r.stdout)[0].files.map((f) => f.path)
   for (const f of ['package.json', 'index.js', 'index.mjs', 'index.d.ts', 'index.d.mts'])
     assert.ok(files.includes(f), `${f} not packed`)
+  for (const s of SUBPATHS)
+    for (const f of ['entry.js', 'entry.mjs', 'entry.d.ts', 'entry.d.mts'])
+      assert.ok(files.includes(`lib/${s}/${f}`), `lib/${s}/${f} not packed`)
   if (fs.existsSync(path.join(repo, 'binding.js'))) assert.ok(files.includes('binding.js'), 'binding.js not packed')
   assert.deepEqual(
     files.filter((f) => f.endsWith('.node') || /^(src|__test__|npm|scripts|target)\//.test(f)),

@@ -520,7 +520,7 @@ const modes = {
   /** kern-sandbox/e2b: Sandbox.create() plus its first runCode('1 + 1'), per fresh sandbox (the
    * first one, which loads the modules, is a warmup); then later cells of the last sandbox. */
   async e2b() {
-    const { Sandbox } = require(path.join(spec.module, 'e2b.js'))
+    const { Sandbox } = require(path.join(spec.module, 'lib', 'e2b', 'entry.js'))
     const first = []
     let failed = 0
     let sbx = null

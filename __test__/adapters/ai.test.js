@@ -7,7 +7,7 @@ const assert = require('node:assert/strict')
 const { eachMachine, openMachine, freePort, fetchWhenUp } = require('./harness.js')
 const { generateText, tool, jsonSchema, isStepCount } = require('ai')
 const { MockLanguageModelV4 } = require('ai/test')
-const { createSandboxSession, codeInterpreterTool } = require('../../ai.js')
+const { createSandboxSession, codeInterpreterTool } = require('../../lib/ai/entry.js')
 
 const usage = {
   inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },

@@ -10,7 +10,7 @@ const assert = require('node:assert/strict')
 const { eachMachine, freePort, fetchWhenUp } = require('./harness.js')
 const { createDeepAgent, isSandboxBackend } = require('deepagents')
 const { FakeToolCallingModel } = require('langchain')
-const { KernSandboxBackend } = require('../../langchain.js')
+const { KernSandboxBackend } = require('../../lib/langchain/entry.js')
 
 const enc = (s) => new TextEncoder().encode(s)
 

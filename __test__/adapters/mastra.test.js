@@ -18,7 +18,7 @@ const {
   StaleFileError,
   supportsNetworking,
 } = require('@mastra/core/workspace')
-const { KernSandbox, KernFilesystem } = require('../../mastra.js')
+const { KernSandbox, KernFilesystem } = require('../../lib/mastra/entry.js')
 
 const T = { ...WORKSPACE_TOOLS.FILESYSTEM, ...WORKSPACE_TOOLS.SANDBOX }
 

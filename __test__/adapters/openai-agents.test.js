@@ -9,7 +9,7 @@ const { eachMachine, freePort, fetchWhenUp } = require('./harness.js')
 const { run, tool, setTracingDisabled } = require('@openai/agents-core')
 const { SandboxAgent, Manifest } = require('@openai/agents-core/sandbox')
 const { ScriptedModel, functionCall, assistantMessage, modelResponder } = require('@openai/agents-core/testing')
-const { KernSandboxClient } = require('../../openai-agents.js')
+const { KernSandboxClient } = require('../../lib/openai-agents/entry.js')
 
 setTracingDisabled(true)
 

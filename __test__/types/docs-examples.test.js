@@ -1,10 +1,10 @@
 'use strict'
 // Every ```js and ```ts block of README.md and docs/*.md must type-check against the package's own
-// declarations (index.d.ts, e2b.d.ts), as a user who pastes it would see it: so an example cannot
-// drift from the API it shows. Blocks are collected from the Markdown on every run (nothing to keep
-// in step by hand) and compiled in memory with the TypeScript compiler API under the node16 options
-// of tsconfig.json plus checkJs, so `require("kern-sandbox")` in a JS block is typed too. Blocks are
-// only compiled, never run: the suites that run code cover what they do.
+// declarations (index.d.ts, lib/e2b/entry.d.ts), as a user who pastes it would see it: so an
+// example cannot drift from the API it shows. Blocks are collected from the Markdown on every run
+// (nothing to keep in step by hand) and compiled in memory with the TypeScript compiler API under the
+// node16 options of tsconfig.json plus checkJs, so `require("kern-sandbox")` in a JS block is typed
+// too. Blocks are only compiled, never run: the suites that run code cover what they do.
 
 const test = require('node:test')
 const assert = require('node:assert/strict')

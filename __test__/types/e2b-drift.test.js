@@ -1,6 +1,7 @@
 'use strict'
-// Fails when kern-sandbox/e2b's runtime and e2b.d.ts drift apart: an export, a class member (static
-// ones included), or a method of sandbox.files / sandbox.commands added on one side only.
+// Fails when kern-sandbox/e2b's runtime and lib/e2b/entry.d.ts drift apart: an export, a class
+// member (static ones included), or a method of sandbox.files / sandbox.commands added on one side
+// only.
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
@@ -10,7 +11,7 @@ const ts = require('typescript')
 require('../helpers.js') // KERN_BIN, for a sample Sandbox
 const { declaredValues, declaredInterface, runtimeMembers, show } = require('./dts.js')
 
-const dtsPath = path.resolve(__dirname, '..', '..', 'e2b.d.ts')
+const dtsPath = path.resolve(__dirname, '..', '..', 'lib', 'e2b', 'entry.d.ts')
 const source = ts.createSourceFile(dtsPath, fs.readFileSync(dtsPath, 'utf8'), ts.ScriptTarget.Latest, true)
 const runtime = require('kern-sandbox/e2b')
 const declared = declaredValues(source)
@@ -62,7 +63,7 @@ for (const [name, d] of declared) {
       if (typeof key === 'string' && (key.startsWith('_') || FROM_ERROR.includes(key))) continue
       assert.ok(
         d.members.has(key) || inherited(key),
-        `${name}.${show(key)} exists at run time but e2b.d.ts does not declare it`,
+        `${name}.${show(key)} exists at run time but lib/e2b/entry.d.ts does not declare it`,
       )
     }
     const statics = Reflect.ownKeys(Class).filter((k) => !['length', 'name', 'prototype'].includes(k))

@@ -1,5 +1,5 @@
 // kern-sandbox/e2b through the "require" condition: code written for @e2b/code-interpreter, with
-// only the import changed, type-checks against e2b.d.ts.
+// only the import changed, type-checks against lib/e2b/entry.d.ts.
 import {
   Sandbox,
   CommandExitError,

@@ -3,7 +3,7 @@
 import * as deepagents from 'deepagents'
 import { createRequire } from 'node:module'
 
-const { make } = createRequire(import.meta.url)('./lib/langchain/index.js')
+const { make } = createRequire(import.meta.url)('./index.js')
 const entry = make(deepagents)
 
 export const { KernSandboxBackend } = entry

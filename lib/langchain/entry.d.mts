@@ -1,4 +1,4 @@
 // Types of kern-sandbox/langchain's ESM entry: the CommonJS declarations, plus the default export.
-export * from './langchain.js'
-import * as entry from './langchain.js'
+export * from './entry.js'
+import * as entry from './entry.js'
 export default entry

@@ -1,4 +1,4 @@
 // Types of kern-sandbox/openai-agents's ESM entry: the CommonJS declarations, plus the default export.
-export * from './openai-agents.js'
-import * as entry from './openai-agents.js'
+export * from './entry.js'
+import * as entry from './entry.js'
 export default entry

@@ -26,7 +26,7 @@ import type {
   SandboxPreStopHook,
 } from '@openai/agents-core/sandbox'
 import type { Editor, ToolOutputImage } from '@openai/agents-core'
-import type { Machine, MachineOptions, SandboxOptions } from './index.js'
+import type { Machine, MachineOptions, SandboxOptions } from '../../index.js'
 
 /** Options of the client: kern-sandbox's Sandbox options (each session is one Sandbox), plus: */
 export interface KernSandboxClientOptions extends SandboxOptions {

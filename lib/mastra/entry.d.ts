@@ -29,7 +29,7 @@ import {
   type RemoveOptions,
   type CopyOptions,
 } from '@mastra/core/workspace'
-import type { Machine, MachineOptions, SandboxOptions } from './index.js'
+import type { Machine, MachineOptions, SandboxOptions } from '../../index.js'
 
 export interface KernSandboxOptions
   extends

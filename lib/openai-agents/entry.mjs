@@ -5,7 +5,7 @@ import * as sandbox from '@openai/agents-core/sandbox'
 import * as internal from '@openai/agents-core/sandbox/internal'
 import { createRequire } from 'node:module'
 
-const { make } = createRequire(import.meta.url)('./lib/openai-agents/index.js')
+const { make } = createRequire(import.meta.url)('./index.js')
 const entry = make({ core, sandbox, internal })
 
 export const { KernSandboxClient, KernSandboxSession } = entry

@@ -1,5 +1,5 @@
 // ESM entry of kern-sandbox/ai: the same objects as the CommonJS one.
-import ai from './ai.js'
+import ai from './entry.js'
 
 export const { createSandboxSession, codeInterpreterTool } = ai
 export default ai

@@ -3,7 +3,7 @@
 import * as mastra from '@mastra/core/workspace'
 import { createRequire } from 'node:module'
 
-const { make } = createRequire(import.meta.url)('./lib/mastra/index.js')
+const { make } = createRequire(import.meta.url)('./index.js')
 const entry = make(mastra)
 
 export const { KernSandbox, KernFilesystem, KernProcessManager, KernProcessHandle } = entry

@@ -3,10 +3,10 @@
 
 /// <reference types="node" />
 
-import type { SandboxOptions as KernSandboxOptions, ChartTypes } from './index.js'
+import type { SandboxOptions as KernSandboxOptions, ChartTypes } from '../../index.js'
 
 /** E2B's chart enums and shapes: `Result.chart` of a matplotlib figure. */
-export { ChartType, ScaleType } from './index.js'
+export { ChartType, ScaleType } from '../../index.js'
 export type {
   ChartTypes,
   Chart,
@@ -19,7 +19,7 @@ export type {
   BoxAndWhiskerChart,
   SuperChart,
   UnknownChart,
-} from './index.js'
+} from '../../index.js'
 
 /** A code context's language as runCode and createCodeContext take it, in any case. `"r"` and
  * `"java"` are E2B languages that reject here (no R or Java kernel). */

@@ -5,7 +5,7 @@
 /// <reference types="node" />
 
 import type { Experimental_SandboxSession, Tool } from 'ai'
-import type { Machine, Kernel, ExposedPort, ChartTypes } from './index.js'
+import type { Machine, Kernel, ExposedPort, ChartTypes } from '../../index.js'
 
 export interface SandboxSessionOptions {
   /** The base directory of relative paths and of commands without a workingDirectory (absolute, or

@@ -1,5 +1,5 @@
 // ESM entry of kern-sandbox/e2b: the same objects as the CommonJS one, so instanceof holds across both.
-import e2b from './e2b.js'
+import e2b from './entry.js'
 
 export const {
   Sandbox,

@@ -2,6 +2,6 @@
 // kern-sandbox/langchain: `await KernSandboxBackend.create(options)` is a LangChain deep agents
 // sandbox backend (SandboxBackendProtocolV2) on a local kern machine, for
 // `createDeepAgent({ backend })`. Needs deepagents (an optional peer dependency);
-// `require('kern-sandbox')` does not load it. The code lives in lib/langchain/.
+// `require('kern-sandbox')` does not load it. The code lives beside this file.
 
-module.exports = require('./lib/langchain/index.js').make(require('deepagents'))
+module.exports = require('./index.js').make(require('deepagents'))

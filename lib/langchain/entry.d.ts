@@ -18,7 +18,7 @@ import {
   type GrepResult,
   type GlobResult,
 } from 'deepagents'
-import type { ExposedPort, Machine, MachineOptions, SandboxOptions } from './index.js'
+import type { ExposedPort, Machine, MachineOptions, SandboxOptions } from '../../index.js'
 
 export interface KernSandboxBackendOptions extends SandboxOptions {
   /** The backend's id. Default `kern-<uuid>`. */
