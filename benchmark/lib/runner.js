@@ -15,11 +15,19 @@ const WORKER = path.join(__dirname, '..', 'worker.js')
 const RESULT_TAG = '@@RESULT '
 const TRUE_BIN = '/bin/true'
 
+/** A reference package: `shared/reference/<name>` beside the package root, or beside one of its
+ * parents (a git worktree under a folder of worktrees), else where it would be beside the root. */
+function reference(name) {
+  const at = (up) => path.resolve(ROOT, ...Array(up).fill('..'), 'shared', 'reference', name)
+  for (let up = 1; up <= 3; up++) if (fs.existsSync(path.join(at(up), 'package.json'))) return at(up)
+  return at(1)
+}
+
 const IMPLS = {
   ours: ROOT,
-  ref: process.env.KERN_BENCH_REFERENCE || path.resolve(ROOT, '..', 'shared', 'reference', 'kern-sandbox-0.1.1'),
+  ref: process.env.KERN_BENCH_REFERENCE || reference('kern-sandbox-0.1.1'),
   // Today's upstream: rich results and the warm kernel are measured against it.
-  ref23: process.env.KERN_BENCH_REFERENCE_023 || path.resolve(ROOT, '..', 'shared', 'reference', 'kern-sandbox-0.1.23'),
+  ref23: process.env.KERN_BENCH_REFERENCE_023 || reference('kern-sandbox-0.1.23'),
 }
 
 /** What every family reads while it runs: set once by init(). */
