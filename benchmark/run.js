@@ -24,7 +24,7 @@ const { table } = require('./lib/table')
 const { ROOT, IMPLS, TRUE_BIN, ctx, log, sync, rtPrefix } = runner
 
 /** The families, in the order their rows are printed. */
-const FAMILIES = ['binding', 'snapshot', 'oneshot', 'kernels', 'e2b', 'machines', 'pool'].map((f) =>
+const FAMILIES = ['binding', 'snapshot', 'cli', 'oneshot', 'kernels', 'e2b', 'machines', 'pool', 'size'].map((f) =>
   require(`./families/${f}`),
 )
 
@@ -211,6 +211,11 @@ async function main(args) {
 
   console.log('')
   console.log(table(lines))
+  const issueLines = lines.filter((l) => l.issue34)
+  if (issueLines.length) {
+    console.log('\nissue 34 figures (the rows above, each against its reference in this run):\n')
+    console.log(table(issueLines.map((l) => ({ ...l, row: l.issue34, metric: l.metric.trim() }))))
+  }
   console.log('')
   for (const n of notes) console.log(n)
   if (failures.length) {

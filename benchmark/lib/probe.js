@@ -114,9 +114,24 @@ function bareArgs(tpl) {
 }
 
 function bareCall(tpl) {
-  const args = bareArgs(tpl)
+  return spawnKern(tpl.kern, bareArgs(tpl))
+}
+
+/** The bare kern CLI as a user types it: spec.cli is kern's argv with `NAME` where the box name
+ * goes (a fresh one per call), spawned straight from Node, no library. */
+function cliCall(kern, argv) {
+  const name = `bench-cli-${crypto.randomBytes(6).toString('hex')}`
+  return spawnKern(
+    kern,
+    argv.map((a) => (a === 'NAME' ? name : a)),
+  )
+}
+
+/** kern spawned like the reference spawns it: detached, stdin ignored, stdout/stderr piped and
+ * collected; resolves to { exitCode, fault } once it has exited and its pipes are drained. */
+function spawnKern(kern, args) {
   return new Promise((resolve) => {
-    const child = spawn(tpl.kern, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(kern, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
     const out = []
     const err = []
     child.stdout.on('data', (c) => out.push(c))
@@ -130,4 +145,4 @@ function bareCall(tpl) {
   })
 }
 
-module.exports = { now, status, rssWindow, stallMonitor, openSandbox, ok, bareArgs, bareCall }
+module.exports = { now, status, rssWindow, stallMonitor, openSandbox, ok, bareArgs, bareCall, cliCall }

@@ -83,6 +83,13 @@ function line(row, metric, ours, ref, better, target, targetText, errors = null,
   }
 }
 
+/** Marks a line as one of the figures issue 34 asks for: run.js prints them again, together,
+ * under the table, with `label` as their row. */
+function issue34(label, l) {
+  if (l && label) l.issue34 = label
+  return l
+}
+
 function table(lines) {
   const cols = [
     ['row', 'row'],
@@ -127,6 +134,7 @@ module.exports = {
   errs,
   failedLine,
   line,
+  issue34,
   table,
   summarize,
 }

@@ -1,5 +1,6 @@
 'use strict'
-// Worker side (run in a fresh `node benchmark/worker.js` process): the binding's output path on fake kerns: a capped flood, 100,000 chunks through onStdout.
+// Worker side (run in a fresh `node benchmark/worker.js` process): the binding's output path on
+// fake kerns, a capped flood and 100,000 chunks through onStdout.
 
 const { now, rssWindow, openSandbox } = require('../lib/probe')
 

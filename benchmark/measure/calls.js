@@ -1,8 +1,9 @@
 'use strict'
-// Worker side (run in a fresh `node benchmark/worker.js` process): sequential and concurrent calls through a session (ours, a reference, or a bare box), and
-// the argv our binding hands kern: the modes the binding, one-shot and CLI families share.
+// Worker side (run in a fresh `node benchmark/worker.js` process): sequential and concurrent
+// calls through a session (ours or a reference), a bare box with our argv, or the bare kern CLI;
+// and the argv our binding hands kern. The binding, one-shot and CLI families share these modes.
 
-const { now, stallMonitor, openSandbox, ok, bareCall } = require('../lib/probe')
+const { now, stallMonitor, openSandbox, ok, bareCall, cliCall } = require('../lib/probe')
 
 module.exports = {
   /** Sequential run(command) calls: per-call wall time (ms), optional stall monitor. */
@@ -11,6 +12,8 @@ module.exports = {
     let s = null
     if (spec.impl === 'bare') {
       call = () => bareCall(spec.bare)
+    } else if (spec.impl === 'cli') {
+      call = () => cliCall(process.env.KERN_BIN, spec.cli)
     } else {
       s = await openSandbox(spec)
       call = spec.code != null ? () => s.runCode(spec.code) : () => s.run(spec.command || ['true'])

@@ -1,5 +1,6 @@
 'use strict'
-// Worker side (run in a fresh `node benchmark/worker.js` process): kern-sandbox/e2b: a fresh Sandbox's first cell, then later cells.
+// Worker side (run in a fresh `node benchmark/worker.js` process): kern-sandbox/e2b, a fresh
+// Sandbox's first cell, then later cells.
 
 const path = require('path')
 const { now } = require('../lib/probe')

@@ -1,5 +1,6 @@
 'use strict'
-// Worker side (run in a fresh `node benchmark/worker.js` process): machines: start, exec, first output byte, PTY echo, 1 MiB files.
+// Worker side (run in a fresh `node benchmark/worker.js` process): machines' start, exec, first
+// output byte, PTY echo and 1 MiB files.
 
 const { now } = require('../lib/probe')
 

@@ -1,5 +1,6 @@
 'use strict'
-// Worker side (run in a fresh `node benchmark/worker.js` process): ready boxes: calls with and without them, and what a ready box costs.
+// Worker side (run in a fresh `node benchmark/worker.js` process): ready boxes, calls with and
+// without them, and what a ready box costs.
 
 const fs = require('fs')
 const { now, openSandbox, ok } = require('../lib/probe')

@@ -1,5 +1,6 @@
 'use strict'
-// Worker side (run in a fresh `node benchmark/worker.js` process): workspace snapshot and restore, with their peak RSS growth.
+// Worker side (run in a fresh `node benchmark/worker.js` process): workspace snapshot and
+// restore, with their peak RSS growth.
 
 const fs = require('fs')
 const { now, rssWindow, openSandbox } = require('../lib/probe')
