@@ -76,13 +76,8 @@ async function cliRow() {
   }
 }
 
-const rows = [
-  {
-    id: 'cli',
-    real: true,
-    title: "bare kern CLI: `kern box NAME --image python:3.12-slim -- python3 -c 'x=1'` and `-- true` vs cold calls",
-    run: cliRow,
-  },
-]
+const ROW_TITLE =
+  "bare kern CLI: `kern box NAME --image python:3.12-slim -- python3 -c 'x=1'` and `-- true` vs cold calls"
+const rows = [{ id: 'cli', real: true, title: ROW_TITLE, run: cliRow }]
 
 module.exports = { name: 'cli', title: 'the bare kern CLI as a reference (real kern)', rows }

@@ -52,13 +52,7 @@ async function e2bRow() {
   }
 }
 
-const rows = [
-  {
-    id: 'e2b',
-    real: true,
-    title: "kern-sandbox/e2b: Sandbox.create() + first runCode('1 + 1'), then later cells",
-    run: e2bRow,
-  },
-]
+const ROW_TITLE = "kern-sandbox/e2b: Sandbox.create() + first runCode('1 + 1'), then later cells"
+const rows = [{ id: 'e2b', real: true, title: ROW_TITLE, run: e2bRow }]
 
 module.exports = { name: 'e2b', title: 'the E2B-compatible Sandbox (real kern)', rows }

@@ -88,13 +88,7 @@ async function machineRow() {
   }
 }
 
-const rows = [
-  {
-    id: 'machine',
-    real: true,
-    title: 'machines: start + first exec vs one run(); later exec vs `kern exec`; 1 MiB writeFile/readFile',
-    run: machineRow,
-  },
-]
+const ROW_TITLE = 'machines: start + first exec vs one run(); later exec vs `kern exec`; 1 MiB writeFile/readFile'
+const rows = [{ id: 'machine', real: true, title: ROW_TITLE, run: machineRow }]
 
 module.exports = { name: 'machines', title: 'machines (real kern)', rows }
