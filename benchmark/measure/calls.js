@@ -1,0 +1,84 @@
+'use strict'
+// Worker side (run in a fresh `node benchmark/worker.js` process): sequential and concurrent
+// calls through a session (ours or a reference), a bare box with our argv, or the bare kern CLI;
+// and the argv our binding hands kern. The binding, one-shot and CLI families share these modes.
+
+const { now, stallMonitor, openSandbox, ok, bareCall, cliCall } = require('../lib/probe')
+
+module.exports = {
+  /** Sequential run(command) calls: per-call wall time (ms), optional stall monitor. */
+  async calls(spec) {
+    let call
+    let s = null
+    if (spec.impl === 'bare') {
+      call = () => bareCall(spec.bare)
+    } else if (spec.impl === 'cli') {
+      call = () => cliCall(process.env.KERN_BIN, spec.cli)
+    } else {
+      s = await openSandbox(spec)
+      call = spec.code != null ? () => s.runCode(spec.code) : () => s.run(spec.command || ['true'])
+    }
+    let failed = 0
+    let lastError = null
+    let files = 0
+    const one = async () => {
+      try {
+        const r = await call()
+        if (!ok(r)) {
+          failed++
+          lastError = r.fault ? `${r.fault.type}: ${r.fault.message}` : `exit ${r.exitCode}`
+        }
+        files += r.files ? r.files.length : 0
+      } catch (e) {
+        failed++
+        lastError = String(e && e.message)
+      }
+    }
+    for (let i = 0; i < spec.warmup; i++) await one()
+    failed = 0
+    files = 0
+    const mon = spec.stalls ? stallMonitor() : null
+    const samples = []
+    const cpu0 = process.cpuUsage()
+    for (let i = 0; i < spec.n; i++) {
+      const t = now()
+      await one()
+      samples.push(now() - t)
+    }
+    const cpu = process.cpuUsage(cpu0)
+    const stalls = mon ? mon.stop() : null
+    if (s) await s.close()
+    const cpuMsPerCall = (cpu.user + cpu.system) / 1000 / spec.n
+    return { samples, cpuMsPerCall, failed, lastError, files, stalls }
+  },
+
+  /** `width` concurrent run(["true"]) on one session, `reps` times. */
+  async parallel(spec) {
+    const s = await openSandbox(spec)
+    const reps = []
+    for (let i = 0; i < spec.warmup + spec.reps; i++) {
+      const t = now()
+      const rs = await Promise.allSettled(Array.from({ length: spec.width }, () => s.run(['true'])))
+      const ms = now() - t
+      const okCount = rs.filter((r) => r.status === 'fulfilled' && ok(r.value)).length
+      const bad = rs.find((r) => !(r.status === 'fulfilled' && ok(r.value)))
+      const why = bad
+        ? bad.status === 'rejected'
+          ? String(bad.reason && bad.reason.message)
+          : `${bad.value.fault ? bad.value.fault.type + ': ' + bad.value.fault.message : 'exit ' + bad.value.exitCode}`
+        : null
+      if (i >= spec.warmup)
+        reps.push({ ms, ok: okCount, callsPerS: (spec.width * 1000) / ms, firstFailure: why && why.slice(0, 300) })
+    }
+    await s.close()
+    return { reps }
+  },
+
+  /** Records the argv our binding hands kern (the fake kern writes it to a file). */
+  async argv(spec) {
+    const s = await openSandbox(spec, { workspace: spec.workspace })
+    await s.run(['true'])
+    await s.close()
+    return {}
+  },
+}
