@@ -29,11 +29,11 @@ use napi::Env;
 use napi_derive::napi;
 
 use errors::Error;
-use kernel::{CellOptions, Kernel, ResultFn};
+use kernel::{CellOptions, Kernel};
 use lifecycle::outcome::Outcome;
 use options::{Config, SandboxOptions};
 use output::js_string::Text;
-use output::ChunkFn;
+use output::{ChunkFn, ResultFn};
 use session::{CallOptions, Session};
 use workspace::track::FileInfo;
 

@@ -12,9 +12,8 @@ use serde_json::{json, Value};
 
 use super::{Machine, SpawnSpec, Stdin, Subscribers};
 use crate::errors::{Error, Result};
-use crate::kernel::ResultFn;
 use crate::lifecycle::cancel::Cancel;
-use crate::output::ChunkFn;
+use crate::output::{ChunkFn, ResultFn};
 use crate::session::Session;
 use crate::{options, promise, NativeKernel, NativeResult, NativeSandbox};
 
@@ -507,7 +506,7 @@ impl NativeMachine {
         let (marker, command) = self
             .session
             .kernel_command(language, ipython.unwrap_or(false))?;
-        let start = super::kernel::KernelStart {
+        let start = crate::kernel::in_machine::KernelStart {
             command,
             marker,
             language,
@@ -518,7 +517,7 @@ impl NativeMachine {
         let cell_timeout = timeout_s.unwrap_or(self.timeout_s);
         promise(env, async move {
             let stop = Cancel::default();
-            let inner = super::kernel::start(&m, start, &stop).await?;
+            let inner = crate::kernel::in_machine::start(&m, start, &stop).await?;
             s.adopt_kernel(&inner);
             Ok(NativeKernel {
                 inner,

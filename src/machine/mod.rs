@@ -4,7 +4,6 @@
 //! agent inside the box, never by string on the host.
 
 mod binding;
-pub mod kernel;
 mod ports;
 pub mod procs;
 mod reader;
