@@ -9,6 +9,9 @@ mod kernel;
 mod lifecycle;
 pub mod loopback;
 mod machine;
+// `NativeMachine`: machine/'s napi face, at the top beside this file's NativeSandbox (it uses
+// the session and the kernels, which use machine/).
+mod machine_binding;
 mod options;
 mod output;
 mod session;

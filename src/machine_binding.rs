@@ -10,9 +10,9 @@ use napi::Env;
 use napi_derive::napi;
 use serde_json::{json, Value};
 
-use super::{Machine, SpawnSpec, Stdin, Subscribers};
 use crate::errors::{Error, Result};
 use crate::lifecycle::cancel::Cancel;
+use crate::machine::{Machine, SpawnSpec, Stdin, Subscribers};
 use crate::output::{ChunkFn, ResultFn};
 use crate::session::Session;
 use crate::{options, promise, NativeKernel, NativeResult, NativeSandbox};
@@ -362,7 +362,7 @@ impl NativeMachine {
         mode: Option<u32>,
     ) -> napi::Result<PromiseRaw<'e, ()>> {
         let path = self.inner.path(&path)?;
-        if data.len() > super::wire::MAX_PAYLOAD {
+        if data.len() > crate::machine::wire::MAX_PAYLOAD {
             return Err(Error::TooLarge(
                 "a machine file write is limited to 64 MiB per call".into(),
             )
