@@ -235,10 +235,13 @@ impl Config {
     }
 }
 
-/// `prewarm`: a whole number of boxes, 0 to [`pool::MAX`]; absent, `KERN_SANDBOX_PREWARM` or the
-/// default.
+/// The most ready boxes a session may keep.
+const PREWARM_MAX: u32 = 16;
+
+/// `prewarm`: a whole number of boxes, 0 to [`PREWARM_MAX`]; absent, `KERN_SANDBOX_PREWARM` or
+/// the default.
 fn check_prewarm(v: Option<f64>) -> Result<usize> {
-    let max = crate::session::pool::MAX;
+    let max = PREWARM_MAX;
     let v = match v {
         Some(v) => v,
         None => match std::env::var("KERN_SANDBOX_PREWARM") {
