@@ -7,6 +7,7 @@
 mod errors;
 mod kernel;
 mod lifecycle;
+mod locate;
 pub mod loopback;
 mod machine;
 // `NativeMachine`: machine/'s napi face, at the top beside this file's NativeSandbox (it uses

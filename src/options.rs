@@ -7,7 +7,7 @@ use napi::bindgen_prelude::{Either, Null};
 use napi_derive::napi;
 
 use crate::errors::{Error, Result};
-use crate::lifecycle::locate;
+use crate::locate;
 use crate::workspace::check_source_not_sensitive;
 
 /// Each option's default, in one place: [`Config::from_options`] applies them and JS reads them
