@@ -7,8 +7,12 @@
 mod errors;
 mod kernel;
 mod lifecycle;
+mod locate;
 pub mod loopback;
 mod machine;
+// `NativeMachine`: machine/'s napi face, at the top beside this file's NativeSandbox (it uses
+// the session and the kernels, which use machine/).
+mod machine_binding;
 mod options;
 mod output;
 mod session;
@@ -29,11 +33,11 @@ use napi::Env;
 use napi_derive::napi;
 
 use errors::Error;
-use kernel::{CellOptions, Kernel, ResultFn};
+use kernel::{CellOptions, Kernel};
 use lifecycle::outcome::Outcome;
 use options::{Config, SandboxOptions};
 use output::js_string::Text;
-use output::ChunkFn;
+use output::{ChunkFn, ResultFn};
 use session::{CallOptions, Session};
 use workspace::track::FileInfo;
 

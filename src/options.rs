@@ -7,7 +7,7 @@ use napi::bindgen_prelude::{Either, Null};
 use napi_derive::napi;
 
 use crate::errors::{Error, Result};
-use crate::lifecycle::locate;
+use crate::locate;
 use crate::workspace::check_source_not_sensitive;
 
 /// Each option's default, in one place: [`Config::from_options`] applies them and JS reads them
@@ -235,10 +235,13 @@ impl Config {
     }
 }
 
-/// `prewarm`: a whole number of boxes, 0 to [`pool::MAX`]; absent, `KERN_SANDBOX_PREWARM` or the
-/// default.
+/// The most ready boxes a session may keep.
+const PREWARM_MAX: u32 = 16;
+
+/// `prewarm`: a whole number of boxes, 0 to [`PREWARM_MAX`]; absent, `KERN_SANDBOX_PREWARM` or
+/// the default.
 fn check_prewarm(v: Option<f64>) -> Result<usize> {
-    let max = crate::session::pool::MAX;
+    let max = PREWARM_MAX;
     let v = match v {
         Some(v) => v,
         None => match std::env::var("KERN_SANDBOX_PREWARM") {

@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::conn::Reply;
 use crate::error::{self, Fail};
 use crate::proto::{Request, MAX_PAYLOAD};
 use crate::users::Names;
+use crate::writer::Reply;
 
 /// A `list` answer stops being useful (and its header becomes huge) beyond this.
 const MAX_ENTRIES: usize = 200_000;

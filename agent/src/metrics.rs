@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::conn::Reply;
+use crate::writer::Reply;
 
 /// The directory of this process's own cgroup (v2): /sys/fs/cgroup plus the path
 /// /proc/self/cgroup names (just /sys/fs/cgroup inside a cgroup namespace, where that path is

@@ -8,9 +8,9 @@ use std::sync::{mpsc, Arc, Mutex};
 
 use serde_json::json;
 
-use crate::conn::Writer;
 use crate::error::Fail;
-use crate::spawn_thread;
+use crate::thread::spawn_thread;
+use crate::writer::Writer;
 
 /// Host data queued for one stream whose box side does not read. The protocol has no window, so
 /// past this the stream is dropped (`closed`) rather than letting the agent's memory grow.

@@ -6,16 +6,18 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::conn::{Agent, Reply, Writer};
 use crate::error::{self, Fail};
 use crate::proto::{SpawnReq, StdinMode};
-use crate::{pty, spawn_thread, users};
+use crate::thread::spawn_thread;
+use crate::writer::{Reply, Writer};
+use crate::{files, pty, users};
 
 /// How long output is still forwarded after the process was reaped, for a background grandchild
 /// that holds the pipes open.
@@ -294,13 +296,21 @@ struct Ends {
 
 /// Starts a process for request `id` and answers it once the child has exec'd (or failed); its
 /// output and exit frames follow the answer.
-pub fn spawn(agent: &Agent, id: u32, req: SpawnReq, payload: Vec<u8>) -> Result<(), Fail> {
+/// A relative `cwd` is taken from `base`, the agent's working directory.
+pub fn spawn(
+    procs: &Table,
+    writer: &Arc<Writer>,
+    base: &Path,
+    id: u32,
+    req: SpawnReq,
+    payload: Vec<u8>,
+) -> Result<(), Fail> {
     let Some(program) = req.argv.first() else {
         return Err(Fail::invalid("argv must not be empty"));
     };
     let cwd = match req.cwd.as_deref() {
-        Some(dir) => agent.abs(dir)?,
-        None => agent.cwd.clone(),
+        Some(dir) => files::absolute(base, dir)?,
+        None => base.to_path_buf(),
     };
     match std::fs::metadata(&cwd) {
         Ok(meta) if meta.is_dir() => {}
@@ -333,7 +343,7 @@ pub fn spawn(agent: &Agent, id: u32, req: SpawnReq, payload: Vec<u8>) -> Result<
         cmd.pre_exec(move || child_setup(is_pty, ids.as_ref()));
     }
     let proc = {
-        let mut inner = agent.procs.inner.lock().unwrap();
+        let mut inner = procs.inner.lock().unwrap();
         let child = cmd.spawn().map_err(|e| Fail::io(&e, program))?;
         let pid = child.id() as i32;
         let proc = Arc::new(Proc {
@@ -351,8 +361,8 @@ pub fn spawn(agent: &Agent, id: u32, req: SpawnReq, payload: Vec<u8>) -> Result<
     };
     // The parent's copies of the child's ends (pipe write sides, the pty slave) close here.
     drop(cmd);
-    agent.writer.ok(id, json!({"pid": proc.pid}));
-    start_threads(&proc, &agent.writer, ends, req.stdin, payload);
+    writer.ok(id, json!({"pid": proc.pid}));
+    start_threads(&proc, writer, ends, req.stdin, payload);
     Ok(())
 }
 

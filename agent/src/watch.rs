@@ -10,9 +10,9 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 
-use crate::conn::Writer;
 use crate::error::{self, Fail};
-use crate::spawn_thread;
+use crate::thread::spawn_thread;
+use crate::writer::Writer;
 
 const MASK: u32 = libc::IN_CREATE
     | libc::IN_MOVED_TO

@@ -8,11 +8,13 @@
 //! interrupts the cell (KeyboardInterrupt) and tears down only a cell that does not stop within
 //! a grace.
 //!
-//! Here is the handle the binding holds ([`Kernel`]); the serving task is `serve`, and finding the
-//! driver among the host's processes (to interrupt it) is `discover`.
+//! Here is the handle the binding holds ([`Kernel`]); the serving task is `serve`, finding the
+//! driver among the host's processes (to interrupt it) is `discover`, and where the driver runs (a
+//! box of its own, or a process in a machine, started by `in_machine`) is `host`.
 
 mod discover;
 pub mod host;
+pub mod in_machine;
 pub mod language;
 pub mod protocol;
 pub mod rich;
@@ -23,21 +25,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use napi::threadsafe_function::ThreadsafeFunction;
-use napi::Status;
 use tokio::sync::{watch, Notify};
 
 use crate::errors::{Error, Result};
 use crate::lifecycle::cancel::{Cancel, StopReason};
 use crate::lifecycle::outcome::Outcome;
 use crate::lifecycle::spawn::Pipes;
-use crate::output::{ChunkFn, QUEUE_DEPTH};
+use crate::output::{ChunkFn, ResultFn};
 use host::Host;
 use language::Driver;
 use serve::Server;
-
-/// A JS callback handed each result (as its JSON text) as it is produced; weak, like ChunkFn.
-pub type ResultFn = ThreadsafeFunction<String, (), String, Status, false, true, QUEUE_DEPTH>;
 
 pub struct CellOptions {
     pub timeout: Duration,

@@ -1,6 +1,6 @@
-//! A box's life: finding kern, building its argv, starting it (one-shot or resident), watching
-//! its deadline and teardown, classifying how it ended, and making sure nothing of it outlives
-//! the session or the process.
+//! A box's life: building its argv, starting it (one-shot or resident), watching its deadline
+//! and teardown, classifying how it ended, and making sure nothing of it outlives the session or
+//! the process. (Finding kern is `crate::locate`, which the options use.)
 
 pub mod argv;
 pub mod boxes;
@@ -8,7 +8,6 @@ pub mod cancel;
 pub mod cleanup;
 pub mod fault;
 pub mod launch;
-pub mod locate;
 pub mod outcome;
 pub mod procfs;
 pub mod spawn;

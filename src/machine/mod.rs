@@ -3,8 +3,6 @@
 //! namespaces and talks to us over one unix socket. Paths are the machine's paths, resolved by the
 //! agent inside the box, never by string on the host.
 
-mod binding;
-pub mod kernel;
 mod ports;
 pub mod procs;
 mod reader;

@@ -18,7 +18,7 @@ use super::wire::{self, Frame, SharedConn};
 use crate::output::notes::HeadNotes;
 
 /// A watch's JS callback, handed each event as `{"type":…,"path":…}` JSON; weak, like ChunkFn.
-pub type EventFn = crate::kernel::ResultFn;
+pub type EventFn = crate::output::ResultFn;
 
 /// Events that arrived before their watch was registered are held, up to this many.
 const EARLY_EVENTS: usize = 4096;

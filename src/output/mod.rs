@@ -38,6 +38,10 @@ const DELIVERY_WAIT: Duration = Duration::from_secs(10);
 /// (never keeps Node alive), bounded.
 pub type ChunkFn = ThreadsafeFunction<Chunk, (), Chunk, Status, false, true, QUEUE_DEPTH>;
 
+/// A JS callback handed a JSON text (a kernel's rich result, a watch event) as it is produced;
+/// weak and bounded, like ChunkFn.
+pub type ResultFn = ThreadsafeFunction<String, (), String, Status, false, true, QUEUE_DEPTH>;
+
 #[derive(Debug, Default)]
 pub struct Captured {
     pub bytes: Vec<u8>,

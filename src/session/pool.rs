@@ -18,8 +18,6 @@ use tokio::sync::{watch, Notify};
 use crate::kernel::rich::RUNNER;
 use crate::lifecycle::spawn::{self, Booted};
 
-/// The most ready boxes a session may keep.
-pub const MAX: u32 = 16;
 /// A ready box nobody took within this long is stopped (and not replaced until the next call).
 pub const IDLE: Duration = Duration::from_secs(60);
 /// How long a waiter gets to come up; a box not ready by then is stopped.

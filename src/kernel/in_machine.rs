@@ -9,14 +9,14 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::unix::pipe;
 use tokio::sync::mpsc;
 
-use super::procs::Raw;
-use super::{Machine, SpawnSpec, Stdin, Subscribers};
+use super::host::{Host, InMachine};
+use super::language::Driver;
+use super::Kernel;
 use crate::errors::{Error, Result};
-use crate::kernel::host::{Host, InMachine};
-use crate::kernel::language::Driver;
-use crate::kernel::Kernel;
 use crate::lifecycle::cancel::Cancel;
 use crate::lifecycle::spawn::Pipes;
+use crate::machine::procs::Raw;
+use crate::machine::{Machine, SpawnSpec, Stdin, Subscribers};
 
 /// What the kernel needs besides the machine: its driver, how long it may take to start.
 pub struct KernelStart {

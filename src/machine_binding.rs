@@ -10,11 +10,10 @@ use napi::Env;
 use napi_derive::napi;
 use serde_json::{json, Value};
 
-use super::{Machine, SpawnSpec, Stdin, Subscribers};
 use crate::errors::{Error, Result};
-use crate::kernel::ResultFn;
 use crate::lifecycle::cancel::Cancel;
-use crate::output::ChunkFn;
+use crate::machine::{Machine, SpawnSpec, Stdin, Subscribers};
+use crate::output::{ChunkFn, ResultFn};
 use crate::session::Session;
 use crate::{options, promise, NativeKernel, NativeResult, NativeSandbox};
 
@@ -363,7 +362,7 @@ impl NativeMachine {
         mode: Option<u32>,
     ) -> napi::Result<PromiseRaw<'e, ()>> {
         let path = self.inner.path(&path)?;
-        if data.len() > super::wire::MAX_PAYLOAD {
+        if data.len() > crate::machine::wire::MAX_PAYLOAD {
             return Err(Error::TooLarge(
                 "a machine file write is limited to 64 MiB per call".into(),
             )
@@ -507,7 +506,7 @@ impl NativeMachine {
         let (marker, command) = self
             .session
             .kernel_command(language, ipython.unwrap_or(false))?;
-        let start = super::kernel::KernelStart {
+        let start = crate::kernel::in_machine::KernelStart {
             command,
             marker,
             language,
@@ -518,7 +517,7 @@ impl NativeMachine {
         let cell_timeout = timeout_s.unwrap_or(self.timeout_s);
         promise(env, async move {
             let stop = Cancel::default();
-            let inner = super::kernel::start(&m, start, &stop).await?;
+            let inner = crate::kernel::in_machine::start(&m, start, &stop).await?;
             s.adopt_kernel(&inner);
             Ok(NativeKernel {
                 inner,
