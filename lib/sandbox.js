@@ -23,9 +23,17 @@ const { Kernel, kernelLanguage, IPYTHON } = require('./kernel.js')
 const { openMachine } = require('./machine.js')
 const { resolveLanguage } = require('./languages.js')
 const { prepareCell } = require('./jscell.js')
+const { diagnose, facts } = require('./doctor/diagnose.js')
+
+/** Causes that fail every box on this host, not just some calls: a seccomp filter or an AppArmor
+ * profile may allow what kern does, a masked /proc never does. */
+const FAILS_EVERY_BOX = new Set(['proc_masked', 'userns_disabled', 'userns_restricted'])
 
 class Sandbox {
   #native
+  /** The host facts a failed box start is diagnosed from: read after the session's first
+   * startup_failed fault, never before (a call whose box starts pays nothing). */
+  #hostFacts = null
 
   constructor(opts = {}) {
     opts = opts ?? {}
@@ -105,7 +113,31 @@ class Sandbox {
       (id) => this.#native.cancel(id),
       (callId, out, err) => invoke({ timeoutS, callId }, out, err),
     )
+    if (r.fault && r.fault.type === 'startup_failed') r.fault = this.#explain(r.fault.message) ?? r.fault
+    else if (!r.fault && r.exitCode === 125) r.fault = this.#setupFailed(r.stderr)
     return finishResult(r, opts.onResult)
+  }
+
+  /** A startup_failed fault for kern's text when the host's facts name its cause (a masked /proc,
+   * a seccomp filter, user namespaces turned off, ...): it says the cause and the fix and carries
+   * the cause's stable `code`, then kern's own text. Null when no cause is named. */
+  #explain(kernText) {
+    this.#hostFacts ??= facts()
+    const d = diagnose(kernText, this.#hostFacts)
+    if (!d) return null
+    return { type: 'startup_failed', code: d.code, message: `${d.cause}. Fix: ${d.fix}. kern said: ${kernText}` }
+  }
+
+  /** kern's in-box setup ends a box with 125 after its started channel spoke, so such a box is an
+   * ordinary result (docs/results.md). Its first line is kern's `sandbox setup failed: ...` only
+   * when the workload never ran, which the host's facts prove when they name a cause that fails
+   * every box here (a masked /proc refuses every box its procfs): then it is the startup_failed
+   * fault it is. Anything else stays an ordinary exit 125. */
+  #setupFailed(stderr) {
+    const first = String(stderr).slice(0, 4096).trimStart().split('\n', 1)[0]
+    if (!first.startsWith('kern: sandbox setup failed: ')) return null
+    const fault = this.#explain(first)
+    return fault && FAILS_EVERY_BOX.has(fault.code) ? fault : null
   }
 
   async kernel(opts = {}) {

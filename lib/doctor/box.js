@@ -16,7 +16,12 @@ async function runBox({ image, timeoutS }) {
     const r = await sbx.run(['true'])
     const ms = Date.now() - started
     if (r.success) return { ran: true, ms }
-    if (r.fault) return { ran: false, ms, why: `${r.fault.type}: ${r.fault.message}`, cause: r.fault.code ?? null }
+    if (r.fault && r.fault.code) {
+      // The fault's message says the cause and the fix, which the report has as checks: keep kern's words.
+      const said = r.fault.message.split('kern said: ').pop()
+      return { ran: false, ms, why: `startup_failed (${r.fault.code}): ${said}`, cause: r.fault.code }
+    }
+    if (r.fault) return { ran: false, ms, why: `${r.fault.type}: ${r.fault.message}`, cause: null }
     const stderr = r.stderr.trim().split('\n').slice(-2).join(' ')
     return {
       ran: false,
