@@ -133,7 +133,13 @@ test('nested in podman: default flags, Docker seccomp, documented flags', { skip
     assert.match(check('box').fix, /unmask=ALL/)
     const r = podRun([], ['node', '/pkg/__test__/fixtures/nested-calls.js', 'fault'])
     assert.equal(r.status, 0, r.stderr)
-    const { fault } = JSON.parse(r.stdout)
+    const { fault, kernel, machine } = JSON.parse(r.stdout)
+    for (const start of [kernel, machine]) {
+      assert.match(
+        start,
+        /^SandboxError ERR_SANDBOX: \/proc is masked.*Fix: podman run --security-opt unmask=ALL .*mount\(proc\)/s,
+      )
+    }
     assert.equal(fault.type, 'startup_failed')
     assert.equal(fault.code, 'proc_masked')
     assert.match(
@@ -164,7 +170,8 @@ test('nested in podman: default flags, Docker seccomp, documented flags', { skip
       // kern refuses before its started channel speaks: a startup_failed fault from kern, explained.
       const r = podRun(flags, ['node', '/pkg/__test__/fixtures/nested-calls.js', 'fault'])
       assert.equal(r.status, 0, r.stderr)
-      const { fault } = JSON.parse(r.stdout)
+      const { fault, kernel, machine } = JSON.parse(r.stdout)
+      for (const start of [kernel, machine]) assert.match(start, /^SandboxError ERR_SANDBOX: a seccomp filter .*Fix: /s)
       assert.equal(fault.code, 'seccomp_blocked', JSON.stringify(fault))
       assert.match(
         fault.message,

@@ -148,14 +148,33 @@ class Sandbox {
     // A Python kernel with IPython-style cells (shell escapes, magics), for kern-sandbox/e2b: a
     // symbol key, so it is no public option and no misspelt one turns it on.
     const ipython = language.native === 'python' && opts[IPYTHON] === true
-    const native = await callNative(() =>
-      this.#native.kernel(timeoutS, language.native, opts.image ?? undefined, ipython),
-    )
+    let native
+    try {
+      native = await callNative(() => this.#native.kernel(timeoutS, language.native, opts.image ?? undefined, ipython))
+    } catch (e) {
+      throw this.#explainStart(e)
+    }
     return new Kernel(native, this, (callId) => this.#native.cancel(callId), language)
   }
 
   async machine(opts = {}) {
-    return await openMachine(this, this.#native, opts)
+    try {
+      return await openMachine(this, this.#native, opts)
+    } catch (e) {
+      throw this.#explainStart(e)
+    }
+  }
+
+  /** A kernel's or machine's box that did not start is an error, not a fault: when the host's
+   * facts name the cause of kern's words in it, the error says the cause and the fix first. Same
+   * class and code; only the message grows. */
+  #explainStart(e) {
+    const said =
+      e instanceof SandboxError &&
+      e.code === 'ERR_SANDBOX' &&
+      /(?:kern: sandbox setup failed|error: sandbox): .*/.exec(e.message)
+    const explained = said && this.#explain(said[0])
+    return explained ? coded(e.code, `${explained.message.split(' kern said: ')[0]} ${e.message}`, { cause: e }) : e
   }
 
   async writeFile(path, data) {
