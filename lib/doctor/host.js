@@ -32,11 +32,6 @@ function rootOnOverlay() {
   return Boolean(root && / - overlay /.test(root))
 }
 
-/** podman writes `rootless=1` into /run/.containerenv for a rootless container. */
-function podmanRootless() {
-  return /^rootless=1$/m.test(read('/run/.containerenv') ?? '')
-}
-
 /** The seccomp mode of this process (0 none, 1 strict, 2 filter) and its filter count. */
 function seccomp() {
   const status = read('/proc/self/status') ?? ''
@@ -147,7 +142,6 @@ function onPath(name, env = process.env) {
 
 module.exports = {
   environment,
-  podmanRootless,
   seccomp,
   procMasks,
   usernsSysctls,
