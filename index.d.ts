@@ -26,7 +26,22 @@ export type SandboxFaultType = 'timeout' | 'escape_blocked' | 'killed' | 'oom' |
 export interface SandboxFault {
   type: SandboxFaultType
   message: string
+  /** On a `startup_failed` fault whose cause the host's facts name (the same facts `doctor()`
+   * reads, read once per session after its first failed start): that cause. The message then
+   * says the cause and its fix for this host, then kern's own text. Absent otherwise. */
+  code?: SandboxFaultCode
 }
+
+/** Why a box could not start, where it can be named. Stable: branch on it, not on the message.
+ * - `userns_disabled`: unprivileged user namespaces are off (`kernel.unprivileged_userns_clone`,
+ *   `user.max_user_namespaces`).
+ * - `userns_restricted`: AppArmor restricts them (`kernel.apparmor_restrict_unprivileged_userns`).
+ * - `seccomp_blocked`: a seccomp filter on this process (a container engine's default profile)
+ *   refuses kern's namespace and mount calls.
+ * - `proc_masked`: `/proc` is masked (a container's default), so no fresh procfs can be mounted.
+ * - `apparmor_blocked`: the AppArmor profile confining this process denies kern's mounts. */
+export type SandboxFaultCode =
+  'userns_disabled' | 'userns_restricted' | 'seccomp_blocked' | 'proc_masked' | 'apparmor_blocked'
 
 /** A file in the workspace and how a step touched it. */
 export interface FileInfo {
@@ -790,3 +805,71 @@ export function runCode(
 
 /** This package's version, e.g. "0.2.0". */
 export const version: string
+
+/** What a doctor check looked at (stable ids; a report lists each at most once, in this order).
+ * - `kern`: the kern binary (`$KERN_BIN`, else `kern` on `PATH`) and its version.
+ * - `kern-doctor`: kern's own `kern doctor` verdict, and its failures no other check covers.
+ * - `images`: the default image (or `opts.image`) in kern's cache.
+ * - `agent`: the machine agent binary `sbx.machine()` needs.
+ * - `userns`: unprivileged user namespaces (from kern's doctor when it has them, else the sysctls).
+ * - `seccomp`: the seccomp filter on this process (`/proc/self/status`).
+ * - `proc`: masks over `/proc` (mounts under it in `/proc/self/mountinfo`).
+ * - `apparmor`: the AppArmor profile confining this process.
+ * - `cgroup`: cgroup v2 with memory, pids and cpu delegated (else caps are not enforced).
+ * - `scratch`: kern's scratch directory not on overlayfs.
+ * - `runtime-dir`: `$XDG_RUNTIME_DIR`, when set, usable.
+ * - `bubblewrap`: `bwrap`, which only the project's test stand-in uses (never worse than warn).
+ * - `box`: one real box running `true` end to end.
+ * `kern-doctor`, `images`, `userns`, `seccomp`, `proc`, `apparmor`, `cgroup`, `scratch` and
+ * `runtime-dir` are left out when no kern was found. */
+export type DoctorCheckId =
+  | 'kern'
+  | 'kern-doctor'
+  | 'images'
+  | 'agent'
+  | 'userns'
+  | 'seccomp'
+  | 'proc'
+  | 'apparmor'
+  | 'cgroup'
+  | 'scratch'
+  | 'runtime-dir'
+  | 'bubblewrap'
+  | 'box'
+
+/** One finding of `doctor()`. */
+export interface DoctorCheck {
+  id: DoctorCheckId
+  /** `ok`; `warn`: boxes run, with a limit (caps not enforced, an image to pull, no machine
+   * agent, ...); `fail`: this stops boxes. */
+  status: 'ok' | 'warn' | 'fail'
+  /** One line: what was found. */
+  why: string
+  /** One line: what to change on this host or container (a sysctl, a `docker run`/`podman run`
+   * flag, a pod's securityContext field); absent when nothing needs to. */
+  fix?: string
+}
+
+/** `doctor()`'s report, also what `npx kern-sandbox doctor --json` prints. Stable JSON: fields
+ * are only ever added. */
+export interface DoctorReport {
+  /** True only when a box ran (the `box` check is ok); `kern-sandbox doctor` exits 0 only then. */
+  ok: boolean
+  /** Where this process runs, as far as the fixes differ. */
+  environment: 'host' | 'docker' | 'podman' | 'kubernetes' | 'container'
+  /** Wall time of the whole check. */
+  durationMs: number
+  checks: DoctorCheck[]
+}
+
+/** Will boxes run here, and what to change if not: finds kern and its version, the default image,
+ * the machine agent; reads user namespaces, the process's seccomp filter, `/proc` masks, cgroup v2
+ * delegation, kern's scratch dir and `XDG_RUNTIME_DIR`; uses kern's own `kern doctor` for what it
+ * checks; then runs one real box (`true` in `image`) with no box started ahead. Nothing is cached
+ * between calls. Never rejects for a finding; throws a TypeError for a bad option. */
+export function doctor(opts?: {
+  /** The image of the end-to-end box and of the `images` check. @default "python:3.12-slim" */
+  image?: string
+  /** The end-to-end box's deadline, in seconds. @default 15 */
+  timeoutS?: number
+}): Promise<DoctorReport>

@@ -14,6 +14,7 @@ const { Sandbox } = require('./lib/sandbox.js')
 const { Kernel } = require('./lib/kernel.js')
 const { Machine } = require('./lib/machine.js')
 const { LANGUAGE_NAMES, resolveLanguage } = require('./lib/languages.js')
+const { doctor } = require('./lib/doctor/index.js')
 
 async function withSandbox(opts, fn) {
   if (typeof opts === 'function') {
@@ -52,5 +53,6 @@ module.exports = {
   ScaleType,
   LANGUAGE_NAMES,
   resolveLanguage,
+  doctor,
   version: pkg.version,
 }

@@ -15,6 +15,7 @@ export const {
   ScaleType,
   LANGUAGE_NAMES,
   resolveLanguage,
+  doctor,
   version,
 } = kern
 export default kern

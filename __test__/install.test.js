@@ -98,6 +98,18 @@ console.log(JSON.stringify({ resolved: import.meta.resolve('kern-sandbox'), same
   const e = JSON.parse(esm.stdout)
   assert.equal(e.resolved, `file://${path.join(project, 'node_modules', pkg.name, 'index.mjs')}`)
   assert.deepEqual([e.same, e.version, e.stdout, e.success], [true, pkg.version, '42\n', true])
+  // `npx kern-sandbox doctor` runs the installed bin, whose box comes up through the installed addon.
+  const bin = path.join(project, 'node_modules', '.bin', 'kern-sandbox')
+  const doctor = cp.spawnSync(bin, ['doctor', '--json'], {
+    cwd: project,
+    encoding: 'utf8',
+    env: { ...process.env, KERN_BIN: kernBin },
+    timeout: 120_000,
+  })
+  assert.equal(doctor.status, 0, doctor.stderr + doctor.stdout)
+  const report = JSON.parse(doctor.stdout)
+  assert.equal(report.ok, true)
+  assert.match(report.checks.find((c) => c.id === 'agent').why, /node_modules\/kern-sandbox-linux-/)
 })
 
 test(

@@ -27,7 +27,11 @@ function publicCopy() {
   }
   fs.cpSync(path.join(repo, 'lib'), path.join(pkg, 'lib'), { recursive: true })
   fs.chmodSync(path.join(pkg, 'lib'), 0o755)
-  for (const f of fs.readdirSync(path.join(pkg, 'lib'))) fs.chmodSync(path.join(pkg, 'lib', f), 0o644)
+  // Every file readable and every directory (lib/doctor, which lib/sandbox.js loads) enterable.
+  for (const f of fs.readdirSync(path.join(pkg, 'lib'), { recursive: true })) {
+    const p = path.join(pkg, 'lib', f)
+    fs.chmodSync(p, fs.statSync(p).isDirectory() ? 0o755 : 0o644)
+  }
   // A kern that does nothing but, when $FAKE_WS is set, write one file into the workspace.
   const kern = path.join(dir, 'kern')
   fs.writeFileSync(kern, '#!/bin/sh\n[ -n "$FAKE_WS" ] && echo new > "$FAKE_WS/open/new.txt"\nexit 0\n', {

@@ -23,9 +23,17 @@ const { Kernel, kernelLanguage, IPYTHON } = require('./kernel.js')
 const { openMachine } = require('./machine.js')
 const { resolveLanguage } = require('./languages.js')
 const { prepareCell } = require('./jscell.js')
+const { diagnose, facts } = require('./host/diagnose.js')
+
+/** Causes that fail every box on this host, not just some calls: a seccomp filter or an AppArmor
+ * profile may allow what kern does, a masked /proc never does. */
+const FAILS_EVERY_BOX = new Set(['proc_masked', 'userns_disabled', 'userns_restricted'])
 
 class Sandbox {
   #native
+  /** The host facts a failed box start is diagnosed from: read after the session's first
+   * startup_failed fault, never before (a call whose box starts pays nothing). */
+  #hostFacts = null
 
   constructor(opts = {}) {
     opts = opts ?? {}
@@ -105,7 +113,31 @@ class Sandbox {
       (id) => this.#native.cancel(id),
       (callId, out, err) => invoke({ timeoutS, callId }, out, err),
     )
+    if (r.fault && r.fault.type === 'startup_failed') r.fault = this.#explain(r.fault.message) ?? r.fault
+    else if (!r.fault && r.exitCode === 125) r.fault = this.#setupFailed(r.stderr)
     return finishResult(r, opts.onResult)
+  }
+
+  /** A startup_failed fault for kern's text when the host's facts name its cause (a masked /proc,
+   * a seccomp filter, user namespaces turned off, ...): it says the cause and the fix and carries
+   * the cause's stable `code`, then kern's own text. Null when no cause is named. */
+  #explain(kernText) {
+    this.#hostFacts ??= facts()
+    const d = diagnose(kernText, this.#hostFacts)
+    if (!d) return null
+    return { type: 'startup_failed', code: d.code, message: `${d.cause}. Fix: ${d.fix}. kern said: ${kernText}` }
+  }
+
+  /** kern's in-box setup ends a box with 125 after its started channel spoke, so such a box is an
+   * ordinary result (docs/results.md). Its first line is kern's `sandbox setup failed: ...` only
+   * when the workload never ran, which the host's facts prove when they name a cause that fails
+   * every box here (a masked /proc refuses every box its procfs): then it is the startup_failed
+   * fault it is. Anything else stays an ordinary exit 125. */
+  #setupFailed(stderr) {
+    const first = String(stderr).slice(0, 4096).trimStart().split('\n', 1)[0]
+    if (!first.startsWith('kern: sandbox setup failed: ')) return null
+    const fault = this.#explain(first)
+    return fault && FAILS_EVERY_BOX.has(fault.code) ? fault : null
   }
 
   async kernel(opts = {}) {
@@ -116,14 +148,33 @@ class Sandbox {
     // A Python kernel with IPython-style cells (shell escapes, magics), for kern-sandbox/e2b: a
     // symbol key, so it is no public option and no misspelt one turns it on.
     const ipython = language.native === 'python' && opts[IPYTHON] === true
-    const native = await callNative(() =>
-      this.#native.kernel(timeoutS, language.native, opts.image ?? undefined, ipython),
-    )
+    let native
+    try {
+      native = await callNative(() => this.#native.kernel(timeoutS, language.native, opts.image ?? undefined, ipython))
+    } catch (e) {
+      throw this.#explainStart(e)
+    }
     return new Kernel(native, this, (callId) => this.#native.cancel(callId), language)
   }
 
   async machine(opts = {}) {
-    return await openMachine(this, this.#native, opts)
+    try {
+      return await openMachine(this, this.#native, opts)
+    } catch (e) {
+      throw this.#explainStart(e)
+    }
+  }
+
+  /** A kernel's or machine's box that did not start is an error, not a fault: when the host's
+   * facts name the cause of kern's words in it, the error says the cause and the fix first. Same
+   * class and code; only the message grows. */
+  #explainStart(e) {
+    const said =
+      e instanceof SandboxError &&
+      e.code === 'ERR_SANDBOX' &&
+      /(?:kern: sandbox setup failed|error: sandbox): .*/.exec(e.message)
+    const explained = said && this.#explain(said[0])
+    return explained ? coded(e.code, `${explained.message.split(' kern said: ')[0]} ${e.message}`, { cause: e }) : e
   }
 
   async writeFile(path, data) {
