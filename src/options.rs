@@ -10,6 +10,8 @@ use crate::errors::{Error, Result};
 use crate::lifecycle::locate;
 use crate::workspace::check_source_not_sensitive;
 
+pub mod js;
+
 /// Each option's default, in one place: [`Config::from_options`] applies them and JS reads them
 /// through [`option_defaults`] (lib/options.js for a Sandbox's properties; a test holds the README
 /// and index.d.ts to them). Options not listed default to "none".

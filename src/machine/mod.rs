@@ -5,6 +5,7 @@
 
 mod binding;
 pub mod kernel;
+mod options;
 mod ports;
 pub mod procs;
 mod reader;
