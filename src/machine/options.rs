@@ -2,8 +2,8 @@
 //! their one-time conversion into validated configs, as src/options.rs does for a Sandbox. Values
 //! arrive untyped, so each option's checks (its JS type, its range, what kern and the agent
 //! accept) are one function here, and a refused value is one `ERR_INVALID_OPTION` naming it. What
-//! only JS can check (callbacks, an AbortSignal, a path argument's type: TypeErrors) or do (turn a
-//! string into bytes) stays in lib/options.js.
+//! only JS can check (callbacks, an AbortSignal, a path argument's type: TypeErrors) or do (make a
+//! typed array or DataView a Buffer) stays in lib/options.js.
 
 use std::collections::HashMap;
 
@@ -76,9 +76,9 @@ pub struct ProcessOptions<'a> {
     pub cwd: Option<String>,
     #[napi(ts_type = "Record<string, string> | null")]
     pub env: Option<Unknown<'a>>,
-    /// exec: bytes written to stdin before EOF (JS turns a string into them); spawn: `true` keeps
-    /// stdin open for write()/end().
-    #[napi(ts_type = "Buffer | boolean | null")]
+    /// exec: a string or bytes written to stdin before EOF; spawn: `true` keeps stdin open for
+    /// write()/end().
+    #[napi(ts_type = "string | Buffer | boolean | null")]
     pub stdin: Option<Unknown<'a>>,
     /// spawn: `{ cols, rows }` runs the process on a terminal.
     #[napi(ts_type = "{ cols: number; rows: number } | null")]
@@ -95,7 +95,7 @@ pub struct ProcessOptions<'a> {
 
 /// Which call the options are for: exec writes stdin and ignores `pty`; spawn may keep stdin
 /// open and run on a terminal.
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy)]
 pub enum Call {
     Exec,
     Spawn,
@@ -125,7 +125,7 @@ impl ProcessConfig {
             Call::Spawn => {
                 let pty = pty_size(o.pty)?;
                 let open = match given(o.stdin)? {
-                    Some(v) => v.get_type()? == napi::ValueType::Boolean && bool_of(&v)?,
+                    Some(v) => js::boolean(&v)? == Some(true),
                     None => false,
                 };
                 // A terminal's input is always open: it is how keys reach it.
@@ -152,11 +152,6 @@ impl ProcessConfig {
 
 fn refused(message: String) -> napi::Error {
     Error::InvalidOption(message).into()
-}
-
-fn bool_of(v: &Unknown) -> Result<bool> {
-    use napi::bindgen_prelude::FromNapiValue;
-    bool::from_unknown(*v)
 }
 
 /// A number option that must be positive, in the words every such option uses.

@@ -30,6 +30,15 @@ pub fn integer(v: &Unknown) -> Result<Option<f64>> {
     Ok(number(v)?.filter(|n| n.is_finite() && n.fract() == 0.0))
 }
 
+/// The boolean, if `typeof v === 'boolean'`.
+pub fn boolean(v: &Unknown) -> Result<Option<bool>> {
+    if v.get_type()? == ValueType::Boolean {
+        bool::from_unknown(*v).map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
 /// The string, if `typeof v === 'string'`.
 pub fn string(v: &Unknown) -> Result<Option<String>> {
     if v.get_type()? == ValueType::String {
