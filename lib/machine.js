@@ -1,12 +1,12 @@
 'use strict'
 // Machine and Process: one persistent box per Sandbox#machine() call (see src/machine/). Their API
-// is documented in index.d.ts; the comments here say how it is done.
+// is documented in index.d.ts; the comments here say how it is done. Options are checked by the
+// native side (src/machine/options.rs), but for what only JS can check, in lib/options.js.
 
 const fs = require('node:fs')
 const path = require('node:path')
-const os = require('node:os')
 const { SandboxError, coded, callNative } = require('./errors.js')
-const { optionsBag, checkCallback, checkSignal, toBytes, checkPath, show } = require('./options.js')
+const { optionsBag, checkCallback, checkSignal, bytesOf, viewBytes, checkPath, show } = require('./options.js')
 const { chunkSink, cancellable } = require('./calls.js')
 const { finishResult, deliver } = require('./results.js')
 const { Kernel, kernelLanguage } = require('./kernel.js')
@@ -40,12 +40,6 @@ function agentPath() {
   return found
 }
 
-/** Data as a Buffer for the native side, without copying one that already is. */
-function bytesOf(data) {
-  const b = toBytes(data)
-  return Buffer.isBuffer(b) ? b : Buffer.from(b)
-}
-
 /** A command as an argv: a string runs through the image's /bin/sh. */
 function argvOf(command) {
   if (typeof command === 'string') {
@@ -63,51 +57,11 @@ function argvOf(command) {
   return command
 }
 
-function signalNumber(signal) {
-  if (signal === undefined) return os.constants.signals.SIGKILL
-  if (typeof signal === 'number' && Number.isInteger(signal)) return signal
-  const n = typeof signal === 'string' ? os.constants.signals[signal.toUpperCase()] : undefined
-  if (n === undefined) throw coded('ERR_INVALID_OPTION', `unknown signal ${show(signal)}`)
-  return n
-}
-
-function checkEnv(env) {
-  if (env == null) return undefined
-  if (typeof env !== 'object' || Array.isArray(env)) throw coded('ERR_INVALID_OPTION', 'env must be an object')
-  for (const [k, v] of Object.entries(env)) {
-    if (typeof v !== 'string') throw coded('ERR_INVALID_OPTION', `env.${k} must be a string, got ${show(v)}`)
-  }
-  return env
-}
-
-function checkPty(pty) {
-  if (pty == null) return undefined
-  if (typeof pty !== 'object' || !Number.isInteger(pty.cols) || !Number.isInteger(pty.rows)) {
-    throw coded('ERR_INVALID_OPTION', 'pty must be { cols, rows } with whole numbers')
-  }
-  if (pty.cols <= 0 || pty.rows <= 0) throw coded('ERR_INVALID_OPTION', 'pty cols and rows must be positive')
-  return pty
-}
-
-function optionalNumber(name, v) {
-  if (v == null) return undefined
-  if (typeof v !== 'number' || !(v > 0)) throw coded('ERR_INVALID_OPTION', `${name} must be a positive number`)
-  return v
-}
-
-/** What exec and spawn share, checked and in the native shape. */
+/** What exec and spawn share, for the native side to check (cwd's type aside: a TypeError). */
 function processOptions(opts) {
   if (opts.cwd != null) checkPath('cwd', opts.cwd)
-  if (opts.user != null && typeof opts.user !== 'string') {
-    throw coded('ERR_INVALID_OPTION', `user must be a string, got ${show(opts.user)}`)
-  }
-  return {
-    cwd: opts.cwd ?? undefined,
-    env: checkEnv(opts.env),
-    timeoutS: optionalNumber('timeoutS', opts.timeoutS),
-    maxOutputBytes: optionalNumber('maxOutputBytes', opts.maxOutputBytes),
-    user: opts.user ?? undefined,
-  }
+  const { cwd, env, pty, timeoutS, maxOutputBytes, user } = opts
+  return { cwd: cwd ?? undefined, env, pty, timeoutS, maxOutputBytes, user }
 }
 
 function callbacks(opts, names) {
@@ -145,14 +99,11 @@ class Process {
   }
 
   async kill(signal) {
-    const n = signalNumber(signal)
-    return await callNative(() => this.#native.kill(this.pid, n))
+    return await callNative(() => this.#native.kill(this.pid, signal))
   }
 
   async resize(size) {
-    const { cols, rows } = checkPty(size) ?? {}
-    if (cols === undefined) throw coded('ERR_INVALID_OPTION', 'resize needs { cols, rows }')
-    await callNative(() => this.#native.resize(this.pid, cols, rows))
+    await callNative(() => this.#native.resize(this.pid, size))
   }
 
   wait() {
@@ -197,13 +148,7 @@ class Machine {
   async exec(command, opts = {}) {
     opts = optionsBag('exec', opts)
     const argv = argvOf(command)
-    const native = processOptions(opts)
-    if (opts.stdin != null) {
-      if (typeof opts.stdin !== 'string' && !ArrayBuffer.isView(opts.stdin)) {
-        throw coded('ERR_INVALID_OPTION', 'stdin must be a string or a Buffer')
-      }
-      native.stdin = bytesOf(opts.stdin)
-    }
+    const native = { ...processOptions(opts), stdin: viewBytes(opts.stdin) }
     const signal = checkSignal(opts.signal)
     const [out, err] = callbacks(opts, ['onStdout', 'onStderr'])
     const r = await cancellable(signal, this.#cancel, (callId) =>
@@ -215,15 +160,12 @@ class Machine {
   async spawn(command, opts = {}) {
     opts = optionsBag('spawn', opts)
     const argv = argvOf(command)
-    const native = processOptions(opts)
-    const pty = checkPty(opts.pty)
-    if (pty) Object.assign(native, { ptyCols: pty.cols, ptyRows: pty.rows })
-    native.openStdin = opts.stdin === true
+    const native = { ...processOptions(opts), stdin: opts.stdin }
     const signal = checkSignal(opts.signal)
     if (signal && signal.aborted) throw signal.reason
     const [out, err, data] = callbacks(opts, ['onStdout', 'onStderr', 'onData'])
     const { pid, sub } = await callNative(() => this.#native.spawn(argv, native, out, err, data))
-    const p = new Process(this.#native, pid, sub, { command: argv[0], args: argv.slice(1), pty: !!pty })
+    const p = new Process(this.#native, pid, sub, { command: argv[0], args: argv.slice(1), pty: opts.pty != null })
     if (signal) signal.addEventListener('abort', () => p.kill().catch(() => {}), { once: true })
     return p
   }
@@ -250,23 +192,19 @@ class Machine {
 
   async readFile(p, opts = {}) {
     checkPath('path', p)
-    const maxBytes = optionalNumber('maxBytes', optionsBag('readFile', opts).maxBytes)
+    const maxBytes = optionsBag('readFile', opts).maxBytes
     return await callNative(() => this.#native.readFile(p, maxBytes))
   }
 
   async writeFile(p, data, opts = {}) {
     checkPath('path', p)
     const mode = optionsBag('writeFile', opts).mode
-    if (mode != null && (!Number.isInteger(mode) || mode < 0)) {
-      throw coded('ERR_INVALID_OPTION', 'mode must be a non-negative integer')
-    }
-    await callNative(() => this.#native.writeFile(p, bytesOf(data), mode ?? undefined))
+    await callNative(() => this.#native.writeFile(p, bytesOf(data), mode))
   }
 
   async list(p, opts = {}) {
     checkPath('path', p)
-    const depth = optionsBag('list', opts).depth ?? 1
-    if (!Number.isInteger(depth) || depth < 1) throw coded('ERR_INVALID_OPTION', 'depth must be an integer >= 1')
+    const depth = optionsBag('list', opts).depth
     return JSON.parse(await callNative(() => this.#native.list(p, depth))).map(entry)
   }
 
@@ -313,9 +251,6 @@ class Machine {
   }
 
   async exposePort(port) {
-    if (!Number.isInteger(port) || port < 1 || port > 65535) {
-      throw coded('ERR_INVALID_OPTION', `port must be an integer from 1 to 65535, got ${show(port)}`)
-    }
     const host = await callNative(() => this.#native.exposePort(port))
     return { host: '127.0.0.1', port: host, url: `http://127.0.0.1:${host}`, machinePort: port }
   }
@@ -340,10 +275,9 @@ class Machine {
         "a machine's kernel runs in the machine's own image; image is not an option here",
       )
     }
-    const timeoutS = optionalNumber('timeoutS', opts.timeoutS)
     const language = kernelLanguage(opts.language ?? 'python')
     const ipython = opts[IPYTHON] === true
-    const native = await callNative(() => this.#native.kernel(timeoutS, language.native, ipython))
+    const native = await callNative(() => this.#native.kernel(opts.timeoutS, language.native, ipython))
     return new Kernel(native, this.#sandbox, this.#cancel, language)
   }
 
@@ -372,25 +306,13 @@ function entry(e) {
   }
 }
 
-/** Sandbox#machine(): checks the options, starts the box, exposes the ports asked for. */
+/** Sandbox#machine(): the native side checks the options, starts the box and exposes the ports
+ * asked for. */
 async function openMachine(sandbox, nativeSandbox, opts) {
-  opts = optionsBag('machine', opts)
-  if (opts.image != null && typeof opts.image !== 'string') {
-    throw coded('ERR_INVALID_OPTION', `image must be a string, got ${show(opts.image)}`)
-  }
-  const ports = opts.ports ?? []
-  if (!Array.isArray(ports)) throw coded('ERR_INVALID_OPTION', 'ports must be an array of port numbers')
-  const timeoutS = optionalNumber('timeoutS', opts.timeoutS)
+  const { image, ports, timeoutS } = optionsBag('machine', opts)
   const agent = agentPath()
-  const native = await callNative(() => nativeSandbox.machine(agent, opts.image ?? undefined, timeoutS))
-  const m = new Machine(native, sandbox, (id) => nativeSandbox.cancel(id))
-  try {
-    for (const p of ports) await m.exposePort(p)
-  } catch (e) {
-    await m.close()
-    throw e
-  }
-  return m
+  const native = await callNative(() => nativeSandbox.machine(agent, { image, ports, timeoutS }))
+  return new Machine(native, sandbox, (id) => nativeSandbox.cancel(id))
 }
 
 module.exports = { Machine, Process, openMachine, agentPath }

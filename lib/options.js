@@ -161,6 +161,18 @@ function toBytes(data) {
   return String(data)
 }
 
+/** Data as a Buffer for the native side, without copying one that already is. */
+function bytesOf(data) {
+  const b = toBytes(data)
+  return Buffer.isBuffer(b) ? b : Buffer.from(b)
+}
+
+/** A typed array or DataView as a Buffer (the one kind of bytes the native side reads); anything
+ * else is left for the native side to check. */
+function viewBytes(v) {
+  return ArrayBuffer.isView(v) ? bytesOf(v) : v
+}
+
 function checkPath(name, p) {
   if (typeof p !== 'string') throw new TypeError(`${name} must be a string, got ${typeof p}`)
   return p
@@ -187,6 +199,8 @@ module.exports = {
   optionsBag,
   checkSignal,
   toBytes,
+  bytesOf,
+  viewBytes,
   checkPath,
   bytesOption,
 }

@@ -169,17 +169,6 @@ pub fn take_kern_notes() -> Vec<String> {
     output::notes::take()
 }
 
-fn nonnegative_bytes(v: Option<f64>, what: &str) -> napi::Result<Option<u64>> {
-    match v {
-        None => Ok(None),
-        Some(n) if n.is_finite() && n >= 0.0 => Ok(Some(n.min(u64::MAX as f64) as u64)),
-        Some(_) => Err(Error::InvalidOption(format!(
-            "{what} must be a non-negative number of bytes"
-        ))
-        .into()),
-    }
-}
-
 /// The native half of `Sandbox`.
 #[napi]
 pub struct NativeSandbox {
@@ -334,7 +323,7 @@ impl NativeSandbox {
         path: String,
         max_bytes: Option<f64>,
     ) -> napi::Result<PromiseRaw<'e, Buffer>> {
-        let max = nonnegative_bytes(max_bytes, "maxBytes")?;
+        let max = options::nonnegative_bytes(max_bytes, "maxBytes")?;
         let s = self.inner.clone();
         promise(env, async move {
             s.read_file(path, max).await.map(Buffer::from)
@@ -485,8 +474,8 @@ impl Archive {
             };
             return Err(Error::sandbox(what).into());
         }
-        let limit =
-            nonnegative_bytes(max_bytes, "maxBytes")?.unwrap_or(workspace::snapshot::DEFAULT_LIMIT);
+        let limit = options::nonnegative_bytes(max_bytes, "maxBytes")?
+            .unwrap_or(workspace::snapshot::DEFAULT_LIMIT);
         Ok((PathBuf::from(path), limit))
     }
 

@@ -1,38 +1,23 @@
 //! The napi face of a machine: `NativeMachine`, which lib/machine.js wraps. Options arrive as
-//! plain objects and are checked here once, before anything reaches the agent.
+//! plain objects and are checked once, by options.rs, before anything reaches the agent.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{Buffer, PromiseRaw};
+use napi::bindgen_prelude::{Buffer, PromiseRaw, Unknown};
 use napi::Env;
 use napi_derive::napi;
 use serde_json::{json, Value};
 
 use crate::errors::{Error, Result};
 use crate::lifecycle::cancel::Cancel;
-use crate::machine::{Machine, SpawnSpec, Stdin, Subscribers};
+use crate::machine::options::{
+    self, Call, MachineConfig, MachineOptions, ProcessConfig, ProcessOptions,
+};
+use crate::machine::{Machine, SpawnSpec, Subscribers};
 use crate::output::{ChunkFn, ResultFn};
 use crate::session::Session;
-use crate::{options, promise, NativeKernel, NativeResult, NativeSandbox};
-
-/// How one process runs (exec and spawn alike; each uses what applies to it).
-#[napi(object)]
-pub struct NativeProcessOptions {
-    pub cwd: Option<String>,
-    pub env: Option<HashMap<String, String>>,
-    /// exec: written to stdin, then EOF.
-    pub stdin: Option<Buffer>,
-    /// spawn: stdin stays open for write()/end().
-    pub open_stdin: Option<bool>,
-    pub pty_cols: Option<u32>,
-    pub pty_rows: Option<u32>,
-    pub timeout_s: Option<f64>,
-    pub call_id: Option<u32>,
-    pub max_output_bytes: Option<f64>,
-    pub user: Option<String>,
-}
+use crate::{promise, NativeKernel, NativeResult, NativeSandbox};
 
 #[napi(object, object_from_js = false)]
 pub struct NativeProcessInfo {
@@ -51,22 +36,27 @@ pub struct NativeSpawned {
 
 #[napi]
 impl NativeSandbox {
-    /// Starts a machine on this session; resolves once its agent answered.
+    /// Starts a machine on this session and exposes the ports asked for; resolves once its agent
+    /// answered and the ports are open.
     #[napi(ts_return_type = "Promise<NativeMachine>")]
     pub fn machine<'e>(
         &self,
         env: &'e Env,
         agent: String,
-        image: Option<String>,
-        timeout_s: Option<f64>,
+        opts: MachineOptions<'e>,
     ) -> napi::Result<PromiseRaw<'e, NativeMachine>> {
-        let timeout_s = timeout_s.map(options::check_timeout).transpose()?;
-        let image = image.map(options::check_image).transpose()?;
+        let cfg = MachineConfig::from_options(opts)?;
         let s = self.inner.clone();
         promise(env, async move {
             let inner = s
-                .open_machine(PathBuf::from(agent), image, timeout_s)
+                .open_machine(PathBuf::from(agent), cfg.image, cfg.timeout_s)
                 .await?;
+            for &port in &cfg.ports {
+                if let Err(e) = inner.expose_port(port).await {
+                    inner.close().await;
+                    return Err(e);
+                }
+            }
             Ok(NativeMachine {
                 inner,
                 timeout_s: s.cfg.timeout_s,
@@ -86,7 +76,7 @@ pub struct NativeMachine {
 }
 
 impl NativeMachine {
-    fn spec(&self, argv: Vec<String>, o: &NativeProcessOptions, stdin: Stdin) -> Result<SpawnSpec> {
+    fn spec(&self, argv: Vec<String>, o: ProcessConfig) -> Result<SpawnSpec> {
         if argv.is_empty() || argv[0].is_empty() {
             return Err(Error::InvalidOption(
                 "a command needs a program to run".into(),
@@ -97,62 +87,15 @@ impl NativeMachine {
                 "a command's strings may not contain NUL".into(),
             ));
         }
-        let env = o.env.clone().unwrap_or_default();
-        for (k, v) in &env {
-            if k.is_empty() || k.contains(['=', '\0']) || v.contains('\0') {
-                return Err(Error::InvalidOption(format!(
-                    "env: {k:?} is not a valid variable (a name without '=' or NUL, a value without NUL)"
-                )));
-            }
-        }
-        if let Some(u) = &o.user {
-            let ok = !u.is_empty()
-                && u.len() <= 64
-                && !u.starts_with('-')
-                && u.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
-            if !ok {
-                return Err(Error::InvalidOption(format!(
-                    "user: {u:?} is not a user name or uid"
-                )));
-            }
-        }
-        let pty = match (o.pty_cols, o.pty_rows) {
-            (None, None) => None,
-            (Some(c), Some(r)) => Some((term_size("cols", c)?, term_size("rows", r)?)),
-            _ => return Err(Error::InvalidOption("pty needs both cols and rows".into())),
-        };
-        let cap = match o.max_output_bytes {
-            None => self.max_output,
-            Some(n) if n.is_finite() && n >= 1.0 => n as usize,
-            Some(_) => {
-                return Err(Error::InvalidOption(
-                    "maxOutputBytes must be positive".into(),
-                ))
-            }
-        };
         Ok(SpawnSpec {
             argv,
             cwd: o.cwd.as_deref().map(|c| self.inner.path(c)).transpose()?,
-            env,
-            stdin,
-            pty,
-            user: o.user.clone(),
-            cap,
+            env: o.env,
+            stdin: o.stdin,
+            pty: o.pty,
+            user: o.user,
+            cap: o.max_output.unwrap_or(self.max_output),
         })
-    }
-
-    fn timeout(&self, t: Option<f64>) -> Result<Option<f64>> {
-        t.map(options::check_timeout).transpose()
-    }
-}
-
-fn term_size(what: &str, n: u32) -> Result<u16> {
-    match u16::try_from(n) {
-        Ok(v) if v > 0 => Ok(v),
-        _ => Err(Error::InvalidOption(format!(
-            "pty {what} must be a positive whole number up to 65535"
-        ))),
     }
 }
 
@@ -178,17 +121,14 @@ impl NativeMachine {
         &self,
         env: &'e Env,
         argv: Vec<String>,
-        opts: NativeProcessOptions,
+        opts: ProcessOptions<'e>,
         on_stdout: Option<ChunkFn>,
         on_stderr: Option<ChunkFn>,
     ) -> napi::Result<PromiseRaw<'e, NativeResult>> {
-        let stdin = match &opts.stdin {
-            Some(b) => Stdin::Data(b.to_vec()),
-            None => Stdin::Closed,
-        };
-        let spec = self.spec(argv, &opts, stdin)?;
-        let timeout_s = self.timeout(opts.timeout_s)?.unwrap_or(self.timeout_s);
-        let registered = opts.call_id.map(|id| self.session.register_call(id));
+        let cfg = ProcessConfig::from_options(opts, Call::Exec)?;
+        let (timeout_s, call_id) = (cfg.timeout_s.unwrap_or(self.timeout_s), cfg.call_id);
+        let spec = self.spec(argv, cfg)?;
+        let registered = call_id.map(|id| self.session.register_call(id));
         let m = self.inner.clone();
         promise(env, async move {
             let cancel = registered
@@ -208,18 +148,14 @@ impl NativeMachine {
         &self,
         env: &'e Env,
         argv: Vec<String>,
-        opts: NativeProcessOptions,
+        opts: ProcessOptions<'e>,
         on_stdout: Option<ChunkFn>,
         on_stderr: Option<ChunkFn>,
         on_data: Option<ChunkFn>,
     ) -> napi::Result<PromiseRaw<'e, NativeSpawned>> {
-        let stdin = if opts.open_stdin.unwrap_or(false) || opts.pty_cols.is_some() {
-            Stdin::Open
-        } else {
-            Stdin::Closed
-        };
-        let spec = self.spec(argv, &opts, stdin)?;
-        let timeout_s = self.timeout(opts.timeout_s)?;
+        let cfg = ProcessConfig::from_options(opts, Call::Spawn)?;
+        let timeout_s = cfg.timeout_s;
+        let spec = self.spec(argv, cfg)?;
         let m = self.inner.clone();
         promise(env, async move {
             let subs = Subscribers {
@@ -251,16 +187,15 @@ impl NativeMachine {
         })
     }
 
+    /// Signals a process: `signal` is a name or number, SIGKILL when absent.
     #[napi(ts_return_type = "Promise<boolean>")]
     pub fn kill<'e>(
         &self,
         env: &'e Env,
         pid: u32,
-        signal: i32,
+        #[napi(ts_arg_type = "string | number | undefined")] signal: Unknown<'e>,
     ) -> napi::Result<PromiseRaw<'e, bool>> {
-        if !(1..=64).contains(&signal) {
-            return Err(Error::InvalidOption(format!("{signal} is not a signal number")).into());
-        }
+        let signal = options::signal(signal)?;
         let m = self.inner.clone();
         promise(env, async move { m.signal(pid, signal).await })
     }
@@ -288,10 +223,10 @@ impl NativeMachine {
         &self,
         env: &'e Env,
         pid: u32,
-        cols: u32,
-        rows: u32,
+        #[napi(ts_arg_type = "{ cols: number; rows: number } | null")] size: Option<Unknown<'e>>,
     ) -> napi::Result<PromiseRaw<'e, ()>> {
-        let (cols, rows) = (term_size("cols", cols)?, term_size("rows", rows)?);
+        let (cols, rows) = options::pty_size(size)?
+            .ok_or_else(|| Error::InvalidOption("resize needs { cols, rows }".into()))?;
         let m = self.inner.clone();
         promise(env, async move { m.resize(pid, cols, rows).await })
     }
@@ -340,10 +275,10 @@ impl NativeMachine {
         &self,
         env: &'e Env,
         path: String,
-        max_bytes: Option<f64>,
+        #[napi(ts_arg_type = "number | null")] max_bytes: Option<Unknown<'e>>,
     ) -> napi::Result<PromiseRaw<'e, Buffer>> {
+        let max = options::max_bytes(max_bytes)?;
         let path = self.inner.path(&path)?;
-        let max = crate::nonnegative_bytes(max_bytes, "maxBytes")?;
         let m = self.inner.clone();
         promise(env, async move {
             let r = m
@@ -359,18 +294,13 @@ impl NativeMachine {
         env: &'e Env,
         path: String,
         data: Buffer,
-        mode: Option<u32>,
+        #[napi(ts_arg_type = "number | null")] mode: Option<Unknown<'e>>,
     ) -> napi::Result<PromiseRaw<'e, ()>> {
+        let mode = options::file_mode(mode)?;
         let path = self.inner.path(&path)?;
         if data.len() > crate::machine::wire::MAX_PAYLOAD {
             return Err(Error::TooLarge(
                 "a machine file write is limited to 64 MiB per call".into(),
-            )
-            .into());
-        }
-        if mode.is_some_and(|m| m > 0o7777) {
-            return Err(Error::InvalidOption(
-                "mode must be permission bits (at most 0o7777)".into(),
             )
             .into());
         }
@@ -389,12 +319,10 @@ impl NativeMachine {
         &self,
         env: &'e Env,
         path: String,
-        depth: u32,
+        #[napi(ts_arg_type = "number | null")] depth: Option<Unknown<'e>>,
     ) -> napi::Result<PromiseRaw<'e, String>> {
+        let depth = options::depth(depth)?;
         let path = self.inner.path(&path)?;
-        if depth == 0 {
-            return Err(Error::InvalidOption("depth must be at least 1".into()).into());
-        }
         self.json_op(
             env,
             "list",
@@ -471,16 +399,12 @@ impl NativeMachine {
 
     /// Resolves to the host port (on 127.0.0.1) that reaches `port` in the machine.
     #[napi(ts_return_type = "Promise<number>")]
-    pub fn expose_port<'e>(&self, env: &'e Env, port: u32) -> napi::Result<PromiseRaw<'e, u32>> {
-        let port = match u16::try_from(port) {
-            Ok(p) if p > 0 => p,
-            _ => {
-                return Err(Error::InvalidOption(
-                    "port must be a whole number from 1 to 65535".into(),
-                )
-                .into())
-            }
-        };
+    pub fn expose_port<'e>(
+        &self,
+        env: &'e Env,
+        #[napi(ts_arg_type = "number")] port: Unknown<'e>,
+    ) -> napi::Result<PromiseRaw<'e, u32>> {
+        let port = options::port(&port)?;
         let m = self.inner.clone();
         promise(env, async move { m.expose_port(port).await.map(u32::from) })
     }
@@ -497,11 +421,11 @@ impl NativeMachine {
     pub fn kernel<'e>(
         &self,
         env: &'e Env,
-        timeout_s: Option<f64>,
+        #[napi(ts_arg_type = "number | null")] timeout_s: Option<Unknown<'e>>,
         language: String,
         ipython: Option<bool>,
     ) -> napi::Result<PromiseRaw<'e, NativeKernel>> {
-        let timeout_s = self.timeout(timeout_s)?;
+        let timeout_s = options::timeout(timeout_s)?;
         let language = crate::kernel::language::Language::parse(&language)?.kernel()?;
         let (marker, command) = self
             .session

@@ -10,6 +10,8 @@ use crate::errors::{Error, Result};
 use crate::locate;
 use crate::workspace::check_source_not_sensitive;
 
+pub mod js;
+
 /// Each option's default, in one place: [`Config::from_options`] applies them and JS reads them
 /// through [`option_defaults`] (lib/options.js for a Sandbox's properties; a test holds the README
 /// and index.d.ts to them). Options not listed default to "none".
@@ -258,6 +260,18 @@ fn check_prewarm(v: Option<f64>) -> Result<usize> {
         return Err(invalid("prewarm", &format!("a whole number 0-{max}"), v));
     }
     Ok(v as usize)
+}
+
+/// A byte limit given as a JS number: absent, or a non-negative count (capped at u64::MAX).
+pub fn nonnegative_bytes(v: Option<f64>, what: &str) -> napi::Result<Option<u64>> {
+    match v {
+        None => Ok(None),
+        Some(n) if n.is_finite() && n >= 0.0 => Ok(Some(n.min(u64::MAX as f64) as u64)),
+        Some(_) => Err(Error::InvalidOption(format!(
+            "{what} must be a non-negative number of bytes"
+        ))
+        .into()),
+    }
 }
 
 /// How an error message shows a value the caller gave: quoted, escaped, cut at 60 characters.

@@ -3,6 +3,7 @@
 //! namespaces and talks to us over one unix socket. Paths are the machine's paths, resolved by the
 //! agent inside the box, never by string on the host.
 
+pub mod options;
 mod ports;
 pub mod procs;
 mod reader;
