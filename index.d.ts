@@ -117,10 +117,11 @@ export enum ScaleType {
   ASINH = 'asinh',
 }
 
-/** What every chart has. `title`: the axes' title; a superchart's is the figure's suptitle. */
+/** What every chart has. `title`: the axes' (centred) title, null when it has none, as in E2B; a
+ * superchart's is the figure's suptitle, "" when it has none. */
 export interface Chart {
   type: ChartType
-  title: string
+  title: string | null
   elements: unknown[]
 }
 
@@ -175,7 +176,9 @@ export interface BarChart extends Chart2D {
   elements: BarData[]
 }
 
-/** One wedge: its angle in degrees and its radius. */
+/** One wedge: its angle in degrees, rounded as E2B rounds it (to 8 - e significant digits, e its
+ * decimal exponent: 324 for a 90 % wedge, not matplotlib's single-precision 323.99999), and its
+ * radius. */
 export interface PieData {
   label: string
   angle: number
@@ -206,6 +209,7 @@ export interface BoxAndWhiskerChart extends Chart2D {
 /** A figure with several axes: the chart of each, in the figure's order. */
 export interface SuperChart extends Chart {
   type: ChartType.SUPERCHART
+  title: string
   elements: Exclude<ChartTypes, SuperChart>[]
 }
 

@@ -384,6 +384,249 @@ test('one-shot kern.runCode gives the chart to onResult', async () => {
 })
 
 // ---------------------------------------------------------------------------------------------
+// The cases E2B's own chart tests cover (line, log, both scales, scatter, bar, pie, box plot,
+// superchart, unknown), with the values E2B's extractor gives for them: among those, an axes'
+// missing title is null for every kind of chart while a figure's (superchart's) is "", and a
+// wedge's angle is rounded as E2B rounds it. Each cell ends in plt.show(), as E2B's do.
+
+/** The chart of the one figure a cell shows. */
+async function shown(code) {
+  const figs = await figures(`${code}\nplt.show()`)
+  assert.equal(figs.length, 1)
+  assert.ok(figs[0].chart, 'the figure has a chart')
+  return figs[0].chart
+}
+
+test('E2B cases: a line over dates, with units; then an untitled one, whose title is null', async () => {
+  let c = await shown(`
+import datetime
+t0 = datetime.datetime(2024, 3, 1)
+when = [t0 + datetime.timedelta(seconds=s) for s in range(60)]
+phase = np.linspace(0, np.pi, 60)
+plt.figure(figsize=(8, 5))
+plt.plot(when, np.sin(phase), label="rise")
+plt.plot(when, np.cos(phase), label="fall")
+plt.xlabel("Elapsed (s)"); plt.ylabel("Voltage (V)"); plt.title("Two signals")
+`)
+  assert.equal(c.type, 'line')
+  assert.equal(c.title, 'Two signals')
+  assert.deepEqual([c.x_label, c.y_label, c.x_unit, c.y_unit], ['Elapsed (s)', 'Voltage (V)', 's', 'V'])
+  assert.deepEqual([c.x_scale, c.y_scale], ['datetime', 'linear'])
+  assert.ok(c.x_ticks.length > 0 && c.x_ticks.every((t) => typeof t === 'string' && !Number.isNaN(Date.parse(t))))
+  assert.ok(c.y_ticks.every((t) => typeof t === 'number'))
+  assert.ok([...c.x_tick_labels, ...c.y_tick_labels].every((l) => typeof l === 'string'))
+  assert.deepEqual(
+    c.elements.map((e) => [e.label, e.points.length]),
+    [
+      ['rise', 60],
+      ['fall', 60],
+    ],
+  )
+  assert.ok(c.elements.every((e) => e.points.every(([x, y]) => typeof x === 'string' && typeof y === 'number')))
+  assert.equal(c.elements[0].points[0][0], '2024-03-01T00:00:00')
+  assert.equal(c.elements[0].points[59][0], '2024-03-01T00:00:59')
+
+  c = await shown(`
+import datetime
+plt.figure()
+plt.plot([datetime.date(2024, 3, d) for d in (1, 2, 3)], [1, 0, 1])
+`)
+  assert.deepEqual([c.type, c.title, c.x_label, c.y_label, c.x_scale], ['line', null, null, null, 'datetime'])
+})
+
+test('E2B cases: a log-scale line with grid and legend; a categorical y axis', async () => {
+  let c = await shown(`
+x = np.linspace(0, 50, 80)
+plt.figure()
+plt.plot(x, np.exp(x / 5), label="growth")
+plt.yscale("log"); plt.grid(True); plt.legend()
+plt.xlabel("Step"); plt.ylabel("Size (log)"); plt.title("Exponential")
+`)
+  assert.deepEqual([c.type, c.title, c.x_unit, c.y_unit], ['line', 'Exponential', null, 'log'])
+  assert.deepEqual([c.x_scale, c.y_scale], ['linear', 'log'])
+  assert.ok([...c.x_ticks, ...c.y_ticks].every((t) => typeof t === 'number'))
+  assert.deepEqual(
+    c.elements.map((e) => [e.label, e.points.length]),
+    [['growth', 80]],
+    'grid lines are no series',
+  )
+
+  c = await shown(`
+plt.figure()
+plt.plot([10, 20, 30, 40], ["low", "mid", "high", "top"])
+`)
+  assert.deepEqual([c.type, c.title, c.x_scale, c.y_scale], ['line', null, 'linear', 'categorical'])
+})
+
+test('E2B cases: an untitled scatter has title null; two datasets as points', async () => {
+  const c = await shown(`
+rng = np.random.default_rng(7)
+plt.figure()
+plt.xlabel("P"); plt.ylabel("Q")
+plt.scatter(rng.random(4), rng.random(4), c="green", label="first")
+plt.scatter(rng.random(8), rng.random(8), c="orange", label="second")
+`)
+  assert.equal(c.type, 'scatter')
+  assert.equal(c.title, null)
+  assert.deepEqual([c.x_label, c.y_label, c.x_unit, c.y_unit], ['P', 'Q', null, null])
+  assert.deepEqual([c.x_scale, c.y_scale], ['linear', 'linear'])
+  assert.ok([...c.x_ticks, ...c.y_ticks].every((t) => typeof t === 'number'))
+  assert.ok([...c.x_tick_labels, ...c.y_tick_labels].every((l) => typeof l === 'string'))
+  assert.deepEqual(
+    c.elements.map((e) => [e.label, e.points.length]),
+    [
+      ['first', 4],
+      ['second', 8],
+    ],
+  )
+  assert.ok(c.elements.every((e) => e.points.every((p) => p.length === 2 && p.every((v) => typeof v === 'number'))))
+})
+
+test('E2B cases: bars by category with a group; untitled bars have title null', async () => {
+  let c = await shown(`
+plt.figure(figsize=(9, 5))
+plt.bar(["Ann", "Bob", "Cy", "Dee"], [40, 10, 30, 20], label="Votes", color="purple")
+plt.xlabel("Candidate"); plt.ylabel("Votes cast"); plt.title("Election")
+plt.tight_layout()
+`)
+  assert.deepEqual(
+    [c.type, c.title, c.x_label, c.y_label, c.x_unit, c.y_unit],
+    ['bar', 'Election', 'Candidate', 'Votes cast', null, null],
+  )
+  assert.deepEqual(c.elements, [
+    { label: 'Ann', value: 40, group: 'Votes' },
+    { label: 'Bob', value: 10, group: 'Votes' },
+    { label: 'Cy', value: 30, group: 'Votes' },
+    { label: 'Dee', value: 20, group: 'Votes' },
+  ])
+
+  c = await shown('plt.figure()\nplt.bar(["a"], [1])')
+  assert.deepEqual([c.type, c.title], ['bar', null])
+})
+
+test("E2B cases: a pie's wedge angles as E2B rounds them (324, not 323.99999); untitled pies have title null", async () => {
+  let c = await shown(`
+fig, ax = plt.subplots(figsize=(6, 6))
+plt.xlabel("ignored"); plt.ylabel("ignored")
+ax.pie([90, 10], labels=["Yes", "Yes, later"], autopct="%1.1f%%", startangle=90)
+ax.axis("equal")
+plt.title("Coffee today?")
+`)
+  assert.equal(c.type, 'pie')
+  assert.equal(c.title, 'Coffee today?')
+  assert.deepEqual(c.elements, [
+    { label: 'Yes', angle: 324, radius: 1 },
+    { label: 'Yes, later', angle: 36, radius: 1 },
+  ])
+  assert.equal('x_label' in c, false, 'a pie has no axes fields')
+
+  // pie() sums in single precision: without E2B's rounding these are 54.0000038, 89.9999962, ...
+  c = await shown('fig, ax = plt.subplots()\nax.pie([3, 5, 12], labels=["s", "m", "l"])')
+  assert.equal(c.title, null)
+  assert.deepEqual(
+    c.elements.map((w) => w.angle),
+    [54, 90, 216],
+  )
+  c = await shown('fig, ax = plt.subplots()\nax.pie([40, 35, 25], startangle=140, radius=0.5)')
+  assert.deepEqual(
+    c.elements.map((w) => [w.label, w.angle, w.radius]),
+    [
+      ['', 144, 0.5],
+      ['', 126, 0.5],
+      ['', 90, 0.5],
+    ],
+  )
+})
+
+test('E2B cases: a box plot of three groups with patches and an outlier; untitled, title null', async () => {
+  let c = await shown(`
+groups = {"Team X": [12, 15, 14, 18, 16], "Team Y": [30, 22, 24, 23, 25, 26], "Team Z": [8, 11, 10, 9, 13]}
+fig, ax = plt.subplots(figsize=(9, 5))
+ax.set_title("Lap times"); ax.set_xlabel("Team"); ax.set_ylabel("Seconds")
+ax.boxplot(list(groups.values()), patch_artist=True)
+ax.set_xticks([1, 2, 3], list(groups.keys()))
+`)
+  assert.deepEqual(
+    [c.type, c.title, c.x_label, c.y_label, c.x_unit, c.y_unit],
+    ['box_and_whisker', 'Lap times', 'Team', 'Seconds', null, null],
+  )
+  assert.deepEqual(c.elements, [
+    { label: 'Team X', min: 12, first_quartile: 14, median: 15, third_quartile: 16, max: 18, outliers: [] },
+    { label: 'Team Y', min: 22, first_quartile: 23.25, median: 24.5, third_quartile: 25.75, max: 26, outliers: [30] },
+    { label: 'Team Z', min: 8, first_quartile: 9, median: 10, third_quartile: 11, max: 13, outliers: [] },
+  ])
+
+  c = await shown('fig, ax = plt.subplots()\nax.boxplot([[1, 2, 3, 4]])')
+  assert.deepEqual([c.type, c.title], ['box_and_whisker', null])
+})
+
+test('E2B cases: a superchart titled by its suptitle, "" without one; its untitled axes null', async () => {
+  let c = await shown(`
+fig, axs = plt.subplots(1, 2, figsize=(10, 6))
+fig.suptitle("Side by side", fontsize=14)
+t = np.linspace(0, 5, 50)
+axs[0].plot(t, np.cos(t), "b"); axs[0].set_title("Cosine"); axs[0].grid(True)
+axs[1].scatter([1, 2, 3], [3, 1, 2], label="pts")
+axs[1].set_xlabel("U"); axs[1].set_ylabel("V"); axs[1].set_title("Dots"); axs[1].grid(True)
+`)
+  assert.deepEqual([c.type, c.title], ['superchart', 'Side by side'])
+  assert.deepEqual(
+    c.elements.map((e) => [e.type, e.title, e.x_label, e.y_label, e.elements.length]),
+    [
+      ['line', 'Cosine', null, null, 1],
+      ['scatter', 'Dots', 'U', 'V', 1],
+    ],
+  )
+  assert.equal(c.elements[0].elements[0].points.length, 50)
+  assert.equal(c.elements[1].elements[0].points.length, 3)
+
+  c = await shown(`
+fig, axs = plt.subplots(2, 3)
+axs[0][0].plot([1, 2]); axs[0][1].scatter([1], [1]); axs[0][2].bar(["a"], [1])
+axs[1][0].pie([1, 3]); axs[1][1].boxplot([[1, 2, 3, 4]]); axs[1][2].imshow([[0, 1]])
+`)
+  assert.deepEqual([c.type, c.title], ['superchart', ''], "E2B gives a figure without a suptitle ''")
+  assert.deepEqual(
+    c.elements.map((e) => [e.type, e.title]),
+    [
+      ['line', null],
+      ['scatter', null],
+      ['bar', null],
+      ['pie', null],
+      ['box_and_whisker', null],
+      ['unknown', null],
+    ],
+  )
+  assert.deepEqual(
+    c.elements[3].elements.map((w) => w.angle),
+    [90, 270],
+  )
+})
+
+test('E2B cases: unknown keeps its title (null without one); only the centred title and never the suptitle', async () => {
+  let c = await shown(`
+fig, ax = plt.subplots()
+ax.add_artist(plt.Circle((0, 0), 1, fill=False)); ax.add_artist(plt.Circle((0, 0), 2, fill=False))
+ax.grid(True)
+plt.title("Rings")
+`)
+  assert.deepEqual(c, { type: 'unknown', title: 'Rings', elements: [] })
+  c = await shown('fig, ax = plt.subplots()\nax.add_artist(plt.Circle((0, 0), 1))')
+  assert.deepEqual(c, { type: 'unknown', title: null, elements: [] })
+  c = await shown(`
+fig, ax = plt.subplots()
+ax.plot([1, 2], [2, 1])
+ax.set_title("at the left", loc="left"); ax.set_title("at the right", loc="right")
+fig.suptitle("the figure's")
+`)
+  assert.deepEqual(
+    [c.type, c.title],
+    ['line', null],
+    "as E2B: ax.get_title() is the centred title, a lone axes' suptitle is not its title",
+  )
+})
+
+// ---------------------------------------------------------------------------------------------
 // The host's vetting: the box is untrusted, so its chart is rebuilt from what the type allows.
 
 const line = (chart) => JSON.stringify({ data: { 'image/png': 'AAAA' }, main: false, chart })
@@ -428,6 +671,18 @@ test('a well-formed chart is kept, rebuilt from its known fields only', () => {
     elements: [{ label: 'a', value: 1.5, group: 'g' }],
   }
   assert.deepEqual(richLine(line(bar), null).result.chart, bar)
+  // As E2B: an axes without a title has title null, kept as null in every chart but a superchart.
+  const untitled = {
+    type: 'superchart',
+    title: '',
+    elements: [
+      { ...LINE, title: null },
+      { ...bar, title: null },
+    ],
+  }
+  assert.deepEqual(richLine(line(untitled), null).result.chart, untitled)
+  const pie = { type: 'pie', title: null, elements: [{ label: '', angle: 324, radius: 1 }] }
+  assert.deepEqual(richLine(line(pie), null).result.chart, pie)
 })
 
 test('a malformed chart is dropped and its result kept', () => {
@@ -454,6 +709,7 @@ test('a malformed chart is dropped and its result kept', () => {
     },
     { type: 'superchart', title: '', elements: [{ type: 'superchart', title: '', elements: [] }] },
     { type: 'superchart', title: '', elements: [{ ...LINE, y_scale: 1 }] },
+    { type: 'superchart', title: null, elements: [LINE] },
   ]
   for (const chart of bad) {
     const got = richLine(line(chart), 3)

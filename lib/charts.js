@@ -101,7 +101,8 @@ function ticks(c) {
 
 function chart(c, nested) {
   object(c)
-  const head = { type: c.type, title: text(c.title) }
+  // As E2B: an axes without a title has title null; a figure's (superchart's) is always text.
+  const head = { type: c.type, title: c.type === ChartType.SUPERCHART ? text(c.title) : textOrNull(c.title) }
   switch (c.type) {
     case ChartType.LINE:
     case ChartType.SCATTER:

@@ -17,8 +17,10 @@ const fs = require('node:fs')
 const path = require('node:path')
 const cp = require('node:child_process')
 
+const musl = require('./musl-target.js')
+
 const repo = path.resolve(__dirname, '..')
-const TRIPLES = { x64: 'x86_64-unknown-linux-musl', arm64: 'aarch64-unknown-linux-musl' }
+const TRIPLES = musl.TRIPLES
 
 function parseArgs(argv) {
   const o = { debug: false, arch: process.arch, out: null }
@@ -37,11 +39,20 @@ function has(cmd, args) {
   return cp.spawnSync(cmd, args, { stdio: 'ignore' }).status === 0
 }
 
+/** Makes sure the toolchain has `triple`: rustup adds it when it is missing (a fresh rustup
+ * install has the host's gnu target only), so `npm ci && npm test` needs no step of its own. */
+function ensureTarget(triple) {
+  if (musl.installed(triple, repo)) return
+  if (!musl.hasRustup())
+    throw new Error(
+      `the Rust target ${triple} is not installed, and there is no rustup to add it: install Rust with rustup, or that target's standard library`,
+    )
+  musl.add(triple, repo, 'build-agent')
+}
+
 /** The cargo subcommand for `triple`: plain cargo for this host's arch, zigbuild across. */
 function cargoCommand(arch, triple) {
-  const installed = cp.spawnSync('rustup', ['target', 'list', '--installed'], { encoding: 'utf8' })
-  if (installed.status === 0 && !installed.stdout.split('\n').includes(triple))
-    throw new Error(`the Rust target ${triple} is not installed: rustup target add ${triple}`)
+  ensureTarget(triple)
   if (arch === process.arch) return 'build'
   if (has('cargo-zigbuild', ['--version'])) return 'zigbuild'
   throw new Error(`building the ${arch} agent on ${process.arch} needs cargo-zigbuild (scripts/setup-cross.sh)`)

@@ -4,7 +4,9 @@
 // one line, with the command that installs it, and exits 1 at once (instead of a Rust or napi
 // error, or a hundred tests failing one by one on a missing bwrap).
 //
-//   node scripts/prereqs.js build   Rust (cargo, rustc) and a C compiler (Rust links with cc)
+//   node scripts/prereqs.js build   Rust (cargo, rustc), a C compiler (Rust links with cc), and
+//                                   the musl target of the machine agent unless rustup is there
+//                                   (scripts/build-agent.js then adds it itself)
 //   node scripts/prereqs.js test    the same, plus what the tests and the kern stand-in run:
 //                                   bubblewrap (not with KERN_BIN, a real kern), python3, GNU tar,
 //                                   setpriv and prlimit; and mcp/'s own dependencies (its tests run
@@ -13,11 +15,18 @@
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
+const musl = require('./musl-target.js')
 
 /** What each command needs: [what to call it, the commands (the first found will do, unless
  * EVERY lists the need), its package per package manager]. */
 const NEEDS = {
   rust: ['a Rust toolchain (cargo, rustc)', ['cargo', 'rustc'], null],
+  // Not a command: checked by asking rustc (muslMissing), and said in a sentence of its own.
+  muslTarget: [
+    `Rust has no ${musl.TRIPLES[process.arch] || musl.TRIPLES.x64} target (the machine agent's) and no rustup to add it`,
+    [],
+    null,
+  ],
   cc: [
     'a C compiler (cc)',
     ['cc', 'gcc', 'clang'],
@@ -68,13 +77,23 @@ function onPath(name) {
   })
 }
 
+/** The agent's musl target is missing and nothing will add it: Rust is there (else that is what
+ * is missing) but has no such target, and there is no rustup. */
+function muslMissing() {
+  const triple = musl.TRIPLES[process.arch]
+  if (!triple || !NEEDS.rust[1].every(onPath) || onPath('rustup')) return false
+  return !musl.installed(triple, path.join(__dirname, '..'))
+}
+
 function missing(mode) {
   const keys = ['rust', 'cc']
   if (mode === 'test') {
     if (!process.env.KERN_BIN) keys.push('bwrap')
     keys.push('python3', 'tar', 'utilLinux')
   }
-  return keys.filter((k) => (EVERY.has(k) ? !NEEDS[k][1].every(onPath) : !NEEDS[k][1].some(onPath)))
+  const out = keys.filter((k) => (EVERY.has(k) ? !NEEDS[k][1].every(onPath) : !NEEDS[k][1].some(onPath)))
+  if (muslMissing()) out.unshift('muslTarget')
+  return out
 }
 
 function installHint(keys) {
@@ -90,6 +109,11 @@ function installHint(keys) {
     const home = path.join(os.homedir(), '.cargo', 'bin')
     hints.push(fs.existsSync(path.join(home, 'cargo')) ? `add ${home} to PATH (. ~/.cargo/env)` : RUSTUP)
   }
+  if (keys.includes('muslTarget')) {
+    // A Rust without rustup (a distribution's) rarely packages the musl target; rustup's Rust
+    // gets it from the build itself.
+    hints.push(`${RUSTUP} (the build then adds the target with rustup target add)`)
+  }
   return hints.join(' && ')
 }
 
@@ -97,9 +121,15 @@ const mode = process.argv[2] === 'test' ? 'test' : 'build'
 const keys = missing(mode)
 if (keys.length) {
   const what = mode === 'test' ? 'npm test' : 'npm run build'
-  const names = keys.map((k) => NEEDS[k][0])
+  const names = keys.filter((k) => k !== 'muslTarget').map((k) => NEEDS[k][0])
   const list = names.length > 1 ? `${names.slice(0, -1).join(', ')} and ${names[names.length - 1]}` : names[0]
-  process.stderr.write(`kern-sandbox: ${what} cannot start: ${list} not found on PATH. Install: ${installHint(keys)}\n`)
+  const why = [
+    names.length ? `${list} not found on PATH` : null,
+    keys.includes('muslTarget') ? NEEDS.muslTarget[0] : null,
+  ]
+  process.stderr.write(
+    `kern-sandbox: ${what} cannot start: ${why.filter(Boolean).join('; ')}. Install: ${installHint(keys)}\n`,
+  )
   process.exit(1)
 }
 

@@ -76,9 +76,10 @@ export class Result {
   readonly javascript?: string
   /** A DataFrame's columns (`to_dict(orient="list")`, timestamps as ISO strings, NaN as null). */
   readonly data?: ResultData
-  /** A matplotlib figure read as data (E2B's chart shape); narrow it on `type`. As in E2B, a chart
-   * without a title has `title: null` at run time (E2B declares `string` and gives null too), and a
-   * pie wedge's `angle` is rounded to 4 decimals. */
+  /** A matplotlib figure read as data (E2B's chart shape); narrow it on `type`. As in E2B, the
+   * chart of an axes without a title has `title: null` (E2B declares `string` and gives null), a
+   * superchart's title is the suptitle ("" when none), and a pie wedge's `angle` is rounded as E2B
+   * rounds it (324 for a 90 % wedge). */
   readonly chart?: ChartTypes
   /** The MIME types without a field of their own. */
   readonly extra?: any

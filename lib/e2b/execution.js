@@ -96,25 +96,9 @@ function fromCore(core) {
       raw[FIELDS[mime] || mime] = v
     }
   }
-  if (core.chart != null && typeof core.chart === 'object') raw.chart = e2bChart(core.chart)
+  // The core's chart is E2B's already (titles, wedge angles): passed as it is.
+  if (core.chart != null && typeof core.chart === 'object') raw.chart = core.chart
   return new Result(raw, core.isMainResult)
-}
-
-/** A pie wedge's angle to 4 decimals: matplotlib keeps a wedge's thetas in single precision, so
- * theta2 - theta1 of a 90 % wedge is 323.999991417; E2B gives 324. */
-const ANGLE_DIGITS = 1e4
-
-/** A core chart in E2B's shape: a chart with no title has `title: null` (the core gives ''), a
- * pie wedge's angle is its own angle. */
-function e2bChart(c) {
-  const out = { ...c, title: c.title === '' ? null : c.title }
-  if (Array.isArray(c.elements)) {
-    if (c.type === 'superchart') out.elements = c.elements.map(e2bChart)
-    else if (c.type === 'pie') {
-      out.elements = c.elements.map((w) => ({ ...w, angle: Math.round(w.angle * ANGLE_DIGITS) / ANGLE_DIGITS }))
-    }
-  }
-  return out
 }
 
 /** What one runCode produced. */

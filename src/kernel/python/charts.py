@@ -30,9 +30,8 @@ def chart_json(fig):
     _items_left = TOTAL
     if len(axes) == 1:
         chart = _axes_chart(axes[0])
-        if not chart["title"]:
-            chart["title"] = _suptitle(fig)
     else:
+        # As E2B: a figure's title is its suptitle, "" when it has none (an axes' is null).
         chart = {
             "type": "superchart",
             "title": _suptitle(fig),
@@ -202,7 +201,9 @@ def _mdates():
 
 
 def _axes_chart(ax):
-    title = _text(ax.get_title()) or _text(ax.get_title("left")) or _text(ax.get_title("right"))
+    # As E2B, for every kind of chart: the axes' centred title, null when it has none (the left
+    # and right titles and the figure's suptitle are not the chart's).
+    title = _text(ax.get_title()) or None
     if getattr(ax, "name", "") != "rectilinear" or ax.images:
         return _unknown(title)
     from matplotlib.collections import PathCollection
@@ -316,10 +317,26 @@ def _bars(containers, xs, ys):
 def _pie(wedges):
     out = []
     for w in wedges[: _items(len(wedges))]:
-        angle, radius = _num(w.theta2 - w.theta1), _num(w.r)
-        if angle is not None and radius is not None:
-            out.append({"label": _label(w), "angle": angle, "radius": radius})
+        t1, t2, radius = _num(w.theta1), _num(w.theta2), _num(w.r)
+        if t1 is not None and t2 is not None and radius is not None:
+            out.append({"label": _label(w), "angle": _angle(t1, t2), "radius": radius})
     return out
+
+
+def _angle(theta1, theta2):
+    """A wedge's angle in degrees, rounded as E2B rounds it. pie() works in single precision, so
+    a 90 % wedge can span 323.99999141693115 degrees; E2B takes the exact decimal difference (to
+    28 digits), keeps 8 - e significant digits of it, e being its decimal exponent (324.000 here,
+    36.00000 for 10 %), rounding half to even, and gives the absolute value."""
+    from decimal import ROUND_HALF_EVEN, Context, Decimal, localcontext
+
+    # A context of its own: a cell may have changed the thread's (its precision, rounding, traps).
+    with localcontext(Context(prec=28, rounding=ROUND_HALF_EVEN)) as ctx:
+        d = abs(Decimal(theta2) - Decimal(theta1))
+        if d:
+            ctx.prec = max(1, 8 - d.adjusted())
+            d = +d  # unary plus rounds to the context's precision
+    return float(d)
 
 
 def _segments(lines):
