@@ -7,17 +7,22 @@
 
 use crate::kernel::language::Driver;
 
-/// The one-shot runner, run as `python3 /workspace/.run-<id>.py`. Its capture code rides along
-/// as a string, compiled only when a cell has something to capture, and the chart extractor as
-/// another, compiled only for a figure (capture.py and charts.py hold no `'''`).
+/// The one-shot runner, run as `python3 /workspace/.run-<id>.py`. Python reads and compiles a
+/// script on every start (~35 ns a byte), so the runner holds only what every call runs: the
+/// capture code goes beside it as [`CAPTURE`], read only when a cell has something to capture.
 pub const RUNNER: &str = concat!(
     include_str!("python/core.py"),
-    "\n_CAPTURE = r'''",
-    include_str!("python/capture.py"),
-    "'''\n_CHARTS = r'''",
+    "\n",
+    include_str!("python/runner.py")
+);
+
+/// The one-shot runner's capture code, written as `.cap-<id>.py` beside it: the chart extractor
+/// rides along as a string, compiled only for a figure (charts.py holds no `'''`).
+pub const CAPTURE: &str = concat!(
+    "_CHARTS = r'''",
     include_str!("python/charts.py"),
     "'''\n\n",
-    include_str!("python/runner.py")
+    include_str!("python/capture.py")
 );
 
 /// The one-shot JavaScript runner, run as `node /workspace/.run-<id>.js`.
@@ -27,11 +32,13 @@ pub const JS_RUNNER: &str = concat!(include_str!("js/core.js"), include_str!("js
 pub const RESULTS_MAX: u64 = 64 << 20;
 
 /// A one-shot rich-result call's helper files at the workspace root: the cell (Python source, or
-/// the prepared JavaScript cell as JSON), the runner, and the results it writes.
+/// the prepared JavaScript cell as JSON), the runner, the results it writes, and (Python) the
+/// capture code it reads when it needs it.
 pub struct CellFiles {
     pub cell: String,
     pub runner: String,
     pub results: String,
+    pub capture: Option<String>,
 }
 
 impl CellFiles {
@@ -44,6 +51,7 @@ impl CellFiles {
             cell: format!(".cell-{tag}.{cell}"),
             runner: format!(".run-{tag}.{run}"),
             results: format!(".res-{tag}.json"),
+            capture: (language == Driver::Python).then(|| format!(".cap-{tag}.py")),
         }
     }
 
@@ -55,8 +63,10 @@ impl CellFiles {
         }
     }
 
-    pub fn all(&self) -> [&str; 3] {
-        [&self.cell, &self.runner, &self.results]
+    pub fn all(&self) -> Vec<&str> {
+        let mut all = vec![self.cell.as_str(), &self.runner, &self.results];
+        all.extend(self.capture.as_deref());
+        all
     }
 }
 
@@ -93,7 +103,8 @@ mod tests {
             [
                 ".cell-0a1b2c3d.py",
                 ".run-0a1b2c3d.py",
-                ".res-0a1b2c3d.json"
+                ".res-0a1b2c3d.json",
+                ".cap-0a1b2c3d.py"
             ]
         );
         assert!(f
@@ -117,9 +128,9 @@ mod tests {
 
     #[test]
     fn sources_are_embedded_whole() {
-        assert!(!include_str!("python/capture.py").contains("'''"));
         assert!(!include_str!("python/charts.py").contains("'''"));
-        assert!(RUNNER.contains("def _bundle") && RUNNER.ends_with("_run()\n"));
+        assert!(CAPTURE.contains("def _bundle") && RUNNER.ends_with("_run()\n"));
+        assert!(!RUNNER.contains("_CHARTS = "));
         assert!(JS_RUNNER.contains("function bundleOf") && JS_RUNNER.ends_with("run()\n"));
     }
 }

@@ -351,6 +351,9 @@ impl Session {
         let (o, f) = (opened.clone(), files.clone());
         blocking(move || {
             o.ws.write_file(&f.cell, code.as_bytes())?;
+            if let Some(cap) = &f.capture {
+                o.ws.write_file(cap, rich::CAPTURE.as_bytes())?;
+            }
             o.ws.write_file(&f.runner, CellFiles::runner_source(language).as_bytes())
         })
         .await
@@ -628,7 +631,7 @@ impl Session {
     async fn outlive(&self, teardown: tokio::task::JoinHandle<()>) {
         match self.jobs.clone().try_read_owned() {
             Ok(job) => {
-                tokio::spawn(async move {
+                crate::task::spawn(async move {
                     let _ = teardown.await;
                     drop(job);
                 });

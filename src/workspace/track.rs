@@ -47,7 +47,8 @@ pub struct FileInfo {
 
 /// Our helper files at the workspace root, which no listing shows: `.cell-<8 hex>.<py|sh|js|json>`
 /// (code too long for argv, a Python cell, or a prepared JavaScript cell), `.run-<8 hex>.<py|js>`
-/// (the rich-result runners) and `.res-<8 hex>.json` (the results they write back).
+/// (the rich-result runners), `.res-<8 hex>.json` (the results they write back) and
+/// `.cap-<8 hex>.py` (the Python runner's capture code).
 pub fn is_helper_file(rel: &str) -> bool {
     let tagged = |rest: &str, exts: &[&str]| {
         rest.split_once('.').is_some_and(|(tag, ext)| {
@@ -60,6 +61,8 @@ pub fn is_helper_file(rel: &str) -> bool {
         tagged(rest, &["py", "js"])
     } else if let Some(rest) = rel.strip_prefix(".res-") {
         tagged(rest, &["json"])
+    } else if let Some(rest) = rel.strip_prefix(".cap-") {
+        tagged(rest, &["py"])
     } else {
         false
     }

@@ -1,15 +1,17 @@
 # One-shot runner: runs /workspace/.cell-<id>.py as `python3 cell.py` would (same stdout, stderr
 # and exit status), and writes its rich results to /workspace/.res-<id>.json, one JSON per line.
-# The capture code (_CAPTURE, prepended as a string) is compiled only when a cell has something
+# The capture code is in /workspace/.cap-<id>.py, read and compiled only when a cell has something
 # to capture: a plain cell pays for the core alone.
 _cap_ns = None
+_cap_path = None
 
 
 def _capture():
     global _cap_ns
     if _cap_ns is None:
-        _cap_ns = {"__name__": "kern_capture", "__builtins__": builtins, "_CHARTS": _CHARTS}
-        exec(compile(_CAPTURE, "<kern-capture>", "exec"), _cap_ns)
+        _cap_ns = {"__name__": "kern_capture", "__builtins__": builtins}
+        with open(_cap_path, "r", encoding="utf-8") as f:
+            exec(compile(f.read(), "<kern-capture>", "exec"), _cap_ns)
         _cap_ns["cap"] = _cap_ns["_Capture"](_lines.append)
     return _cap_ns
 
@@ -22,11 +24,13 @@ _lines = []
 
 
 def _run():
+    global _cap_path
     run_path = sys.argv[0]
     base = run_path[: run_path.rfind("/") + 1]
     uid = run_path[len(base) + len(".run-"): -len(".py")]
     cell = base + ".cell-" + uid + ".py"
     res = base + ".res-" + uid + ".json"
+    _cap_path = base + ".cap-" + uid + ".py"
     builtins.display = display
     main = type(sys)("__main__")
     main.__file__ = cell
