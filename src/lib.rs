@@ -16,6 +16,7 @@ mod machine_binding;
 mod options;
 mod output;
 mod session;
+mod task;
 mod workspace;
 
 pub use workspace::snapshot::{restore as restore_archive, snapshot as snapshot_archive};
@@ -122,11 +123,23 @@ impl From<workspace::entries::Stat> for NativeEntry {
     }
 }
 
+/// A call's future, boxed: tokio's task machinery and napi's promise plumbing are then built once
+/// per result type instead of once per call site (the .node was 0.4 MB larger; a call pays one
+/// allocation).
+type CallFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = errors::Result<T>> + Send>>;
+
 /// Runs a call's future on tokio as a JS promise; errors map once (tagged), panics included.
 fn promise<'e, T, F>(env: &'e Env, fut: F) -> napi::Result<PromiseRaw<'e, T>>
 where
     T: 'static + Send + napi::bindgen_prelude::ToNapiValue,
     F: 'static + Send + std::future::Future<Output = errors::Result<T>>,
+{
+    spawn_call(env, Box::pin(fut))
+}
+
+fn spawn_call<'e, T>(env: &'e Env, fut: CallFuture<T>) -> napi::Result<PromiseRaw<'e, T>>
+where
+    T: 'static + Send + napi::bindgen_prelude::ToNapiValue,
 {
     env.spawn_future(async move { Ok(errors::Guarded(fut).await?) })
 }

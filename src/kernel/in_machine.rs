@@ -82,7 +82,7 @@ fn relay_output(
     mut out: pipe::Sender,
     mut err: pipe::Sender,
 ) {
-    tokio::spawn(async move {
+    crate::task::spawn(async move {
         while let Some((fd, bytes)) = rx.recv().await {
             let w = if fd == 2 { &mut err } else { &mut out };
             if w.write_all(&bytes).await.is_err() && fd != 2 {
@@ -94,7 +94,7 @@ fn relay_output(
 
 /// What the kernel writes to the driver's stdin, to the agent; its EOF closes the driver's stdin.
 fn relay_input(m: Arc<Machine>, pid: u32, mut rd: pipe::Receiver) {
-    tokio::spawn(async move {
+    crate::task::spawn(async move {
         let mut buf = vec![0u8; 64 * 1024];
         loop {
             match rd.read(&mut buf).await {

@@ -132,7 +132,7 @@ impl Kernel {
             finished: done_rx,
         });
         let shutdown = kernel.shutdown.clone();
-        tokio::spawn(async move {
+        crate::task::spawn(async move {
             server.serve(&shutdown).await;
             let _ = done_tx.send(true);
         });

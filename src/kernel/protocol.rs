@@ -115,7 +115,7 @@ mod tests {
         let got = block_on(async {
             // A reader that hands out one byte at a time.
             let (mut a, b) = tokio::io::duplex(1);
-            tokio::spawn(async move {
+            crate::task::spawn(async move {
                 use tokio::io::AsyncWriteExt;
                 a.write_all(&wire).await.unwrap();
             });

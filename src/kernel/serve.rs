@@ -213,7 +213,7 @@ impl Server {
         let (stderr_tx, stderr_done) = watch::channel(false);
         let kept = kern_stderr.clone();
         let (catch_up, caught_up) = oneshot::channel();
-        tokio::spawn(async move {
+        crate::task::spawn(async move {
             keep_stderr(pipes.stderr, kept, caught_up).await;
             let _ = stderr_tx.send(true);
         });

@@ -338,7 +338,7 @@ pub async fn supervise(b: Booted, l: Watch<'_>, t0: Instant) -> BoxRun {
         started
     };
     let teardown = early.then(|| {
-        tokio::spawn(finish_teardown(
+        crate::task::spawn(finish_teardown(
             kern.to_path_buf(),
             name.to_string(),
             pgid,
@@ -433,7 +433,7 @@ fn spawn_stop(kern: &Path, name: &str) -> Option<Child> {
 /// `wait()` on a live child goes through a pidfd and does not depend on SIGCHLD.
 fn end_helper(mut child: Child) {
     let _ = child.start_kill();
-    tokio::spawn(async move {
+    crate::task::spawn(async move {
         let _ = child.wait().await;
     });
 }

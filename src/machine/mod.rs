@@ -303,7 +303,7 @@ impl Machine {
     /// Gives a process a deadline: past it, its process group is killed and it reads as timed out.
     pub fn deadline(self: &Arc<Self>, p: Arc<Proc>, timeout_s: f64) {
         let me = self.clone();
-        tokio::spawn(async move {
+        crate::task::spawn(async move {
             tokio::select! {
                 _ = p.exited() => {}
                 _ = tokio::time::sleep(procs::secs(timeout_s)) => {

@@ -38,7 +38,7 @@ pub async fn expose(
         .local_addr()
         .map_err(|e| Error::io("could not read the listener's address", e))?
         .port();
-    tokio::spawn(async move {
+    crate::task::spawn(async move {
         loop {
             let accepted = tokio::select! {
                 a = listener.accept() => a,
@@ -47,7 +47,7 @@ pub async fn expose(
             let Ok((tcp, _)) = accepted else { continue };
             let _ = tcp.set_nodelay(true);
             let (conn, streams, stop) = (conn.clone(), streams.clone(), stop.clone());
-            tokio::spawn(async move { relay(conn, streams, port, tcp, stop).await });
+            crate::task::spawn(async move { relay(conn, streams, port, tcp, stop).await });
         }
     });
     Ok(host_port)
@@ -110,7 +110,7 @@ async fn relay(conn: SharedConn, streams: Streams, port: u16, tcp: TcpStream, st
             }
         }
     };
-    let up = tokio::spawn(up);
+    let up = crate::task::spawn(up);
     tokio::select! {
         _ = down => {}
         _ = stop.fired() => {}

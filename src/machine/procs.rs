@@ -180,7 +180,7 @@ impl Proc {
         }
         let subs = std::mem::take(&mut self.lock().subs);
         let me = self.clone();
-        tokio::spawn(async move {
+        crate::task::spawn(async move {
             for s in subs {
                 s.finish().await;
             }

@@ -65,7 +65,7 @@ pub struct Routes {
 }
 
 pub fn spawn(mut r: Routes) {
-    tokio::spawn(async move {
+    crate::task::spawn(async move {
         let why = loop {
             match wire::read_frame(&mut r.rd).await {
                 Ok(Some(f)) => route(&r, f),
@@ -180,7 +180,7 @@ pub fn keep_kern_stderr(mut rd: tokio::net::unix::pipe::Receiver) -> KernStderr 
     let kept: Arc<Mutex<Vec<u8>>> = Default::default();
     let (tx, done) = watch::channel(false);
     let k = kept.clone();
-    tokio::spawn(async move {
+    crate::task::spawn(async move {
         let mut buf = vec![0u8; 16 * 1024];
         let mut head = HeadNotes::new();
         loop {
@@ -202,7 +202,7 @@ pub fn keep_kern_stderr(mut rd: tokio::net::unix::pipe::Receiver) -> KernStderr 
 /// Reads and drops what the box writes to kern's stdout (its console): nothing of ours goes
 /// there, but a full pipe would stall kern.
 pub fn drain(mut rd: tokio::net::unix::pipe::Receiver) {
-    tokio::spawn(async move {
+    crate::task::spawn(async move {
         let mut buf = vec![0u8; 16 * 1024];
         while let Ok(n) = rd.read(&mut buf).await {
             if n == 0 {

@@ -46,7 +46,7 @@ fn schedule_trims() {
     if RUNNING.swap(true, Ordering::AcqRel) {
         return;
     }
-    tokio::spawn(async {
+    crate::task::spawn(async {
         for _ in 0..5 {
             tokio::time::sleep(Duration::from_secs(2)).await;
             trim();

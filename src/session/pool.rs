@@ -248,7 +248,7 @@ impl Pool {
         loop {
             let (found, stale) = self.pick(key, timeout_s, req.kind());
             for r in stale {
-                tokio::spawn(r.booted.discard());
+                crate::task::spawn(r.booted.discard());
             }
             let r = found?;
             let Some(line) = req.line(r.kind) else {
@@ -258,7 +258,7 @@ impl Pool {
             match hand_over(r.booted, &line).await {
                 Ok(b) => return Some(b),
                 // Died behind our back, or said NO: stopped, and the next one is tried.
-                Err(b) => drop(tokio::spawn(b.discard())),
+                Err(b) => drop(crate::task::spawn(b.discard())),
             }
         }
     }
@@ -305,7 +305,7 @@ impl Pool {
     pub fn start(self: &Arc<Self>, kind: Kind, boots: Vec<Boot>) {
         for b in boots {
             let me = self.clone();
-            tokio::spawn(async move {
+            crate::task::spawn(async move {
                 let ready = me.boot_one(kind, b).await;
                 me.settle(ready, kind);
             });
@@ -347,9 +347,9 @@ impl Pool {
                 st.failed[kind as usize] = 0;
                 st.ready.push_back(r);
                 let me = Arc::downgrade(self);
-                tokio::spawn(expire_later(me));
+                crate::task::spawn(expire_later(me));
             }
-            Some(r) => drop(tokio::spawn(r.booted.discard())),
+            Some(r) => drop(crate::task::spawn(r.booted.discard())),
             None if !st.closed => st.failed[kind as usize] += 1,
             None => {}
         }
@@ -368,7 +368,7 @@ impl Pool {
             old
         };
         for r in old {
-            tokio::spawn(r.booted.discard());
+            crate::task::spawn(r.booted.discard());
         }
     }
 
