@@ -41,5 +41,8 @@ mod proxy;
 mod resolve;
 mod tls;
 
+#[cfg(test)]
+mod tests;
+
 pub use policy::{NetworkPolicy, Policy};
 pub use proxy::{EgressProxy, Event, EventSink, Limits};

@@ -49,7 +49,7 @@ impl Default for Limits {
 }
 
 /// One request through the proxy, as the audit callback sees it. It never holds header values.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Event {
     pub host: String,
     pub port: u16,
@@ -217,6 +217,18 @@ async fn serve(
     drop(listener);
     let _ = std::fs::remove_file(&path);
     conns.shutdown().await;
+}
+
+/// An event sent when dropped: a tunnel's, once it ends or is aborted.
+struct Report<'a> {
+    sh: &'a Shared,
+    ev: Event,
+}
+
+impl Drop for Report<'_> {
+    fn drop(&mut self) {
+        self.sh.emit(std::mem::take(&mut self.ev));
+    }
 }
 
 /// Counts a connection out however its task ends (aborted included).
@@ -400,16 +412,28 @@ async fn connect(mut client: Conn<UnixStream>, head: Head, sh: &Shared) {
             return;
         }
         let (io, pre) = client.into_parts();
-        let bytes = relay(io, pre, tcp, Vec::new(), sh.limits.idle).await;
-        sh.emit(Event {
-            host: host.to_string(),
-            port,
-            method: "CONNECT".into(),
-            path: None,
-            allowed: true,
-            reason: "tunnelled".into(),
-            bytes,
-        });
+        // Reported when the tunnel ends, however it ends (close() included).
+        let mut report = Report {
+            sh,
+            ev: Event {
+                host: host.to_string(),
+                port,
+                method: "CONNECT".into(),
+                path: None,
+                allowed: true,
+                reason: "tunnelled".into(),
+                bytes: 0,
+            },
+        };
+        relay(
+            io,
+            pre,
+            tcp,
+            Vec::new(),
+            sh.limits.idle,
+            &mut report.ev.bytes,
+        )
+        .await;
         return;
     };
     drop(rules);
@@ -698,19 +722,36 @@ where
 {
     let a_pre = client.buffered().to_vec();
     let b_pre = up.buffered().to_vec();
-    relay(&mut client.io, a_pre, &mut up.io, b_pre, sh.limits.idle).await
+    let mut total = 0;
+    relay(
+        &mut client.io,
+        a_pre,
+        &mut up.io,
+        b_pre,
+        sh.limits.idle,
+        &mut total,
+    )
+    .await;
+    total
 }
 
-/// Relays both ways until both sides are done or nothing moves for `idle`; returns the bytes.
+/// Relays both ways until both sides are done or nothing moves for `idle`, counting the bytes
+/// into `total` as they pass.
 /// `a_pre` was read from `a` already and goes to `b` first (and `b_pre` to `a`).
-async fn relay<A, B>(mut a: A, a_pre: Vec<u8>, mut b: B, b_pre: Vec<u8>, idle: Duration) -> u64
-where
+async fn relay<A, B>(
+    mut a: A,
+    a_pre: Vec<u8>,
+    mut b: B,
+    b_pre: Vec<u8>,
+    idle: Duration,
+    total: &mut u64,
+) where
     A: AsyncRead + AsyncWrite + Unpin,
     B: AsyncRead + AsyncWrite + Unpin,
 {
-    let mut total = (a_pre.len() + b_pre.len()) as u64;
+    *total += (a_pre.len() + b_pre.len()) as u64;
     if b.write_all(&a_pre).await.is_err() || a.write_all(&b_pre).await.is_err() {
-        return total;
+        return;
     }
     let (mut ba, mut bb) = (vec![0u8; 64 * 1024], vec![0u8; 64 * 1024]);
     let (mut a_open, mut b_open) = (true, true);
@@ -725,7 +766,7 @@ where
                     if b.write_all(&ba[..n]).await.is_err() || b.flush().await.is_err() {
                         break;
                     }
-                    total += n as u64;
+                    *total += n as u64;
                 }
             },
             r = b.read(&mut bb), if b_open => match r {
@@ -737,13 +778,12 @@ where
                     if a.write_all(&bb[..n]).await.is_err() || a.flush().await.is_err() {
                         break;
                     }
-                    total += n as u64;
+                    *total += n as u64;
                 }
             },
             _ = tokio::time::sleep(idle) => break,
         }
     }
-    total
 }
 
 /// A plain HTTP request's upstream, kept for the next request to the same place.
