@@ -240,7 +240,7 @@ pub enum Body {
 }
 
 /// A parsed message head: a request (`method`, `target`) or a response (`code`).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Head {
     pub method: String,
     pub target: String,

@@ -438,28 +438,9 @@ async fn connect(mut client: Conn<UnixStream>, head: Head, sh: &Shared) {
     };
     drop(rules);
     // Rules: the upstream's TLS first, so a failure is still a 502 on the CONNECT.
-    let name = match &host {
-        Host::Name(n) => ServerName::try_from(n.clone()).ok(),
-        Host::Ip(ip) => Some(ServerName::IpAddress((*ip).into())),
-    };
-    let connector = tokio_rustls::TlsConnector::from(policy.upstream_tls.clone());
-    let up = match name {
-        Some(name) => tokio::time::timeout(sh.limits.connect, connector.connect(name, tcp)).await,
-        None => Ok(Err(io::Error::other("not a valid TLS name"))),
-    };
-    let up = match up {
-        Ok(Ok(s)) => s,
-        Ok(Err(e)) => {
-            let why = Refusal::Upstream(format!("upstream TLS failed: {e}"));
-            let _ = client
-                .io
-                .write_all(&refusal_response(&host, port, &why))
-                .await;
-            sh.emit(refused(why));
-            return;
-        }
-        Err(_) => {
-            let why = Refusal::Upstream("upstream TLS handshake timed out".into());
+    let up = match upstream_tls(&policy, &host, tcp, sh.limits.connect).await {
+        Ok(s) => s,
+        Err(why) => {
             let _ = client
                 .io
                 .write_all(&refusal_response(&host, port, &why))
@@ -512,11 +493,34 @@ async fn connect(mut client: Conn<UnixStream>, head: Head, sh: &Shared) {
     .await;
 }
 
+type UpstreamTls = tokio_rustls::client::TlsStream<TcpStream>;
+
+/// TLS to a terminated host's upstream: its certificate checked against the policy's roots,
+/// SNI the host's name.
+async fn upstream_tls(
+    policy: &Policy,
+    host: &Host,
+    tcp: TcpStream,
+    timeout: Duration,
+) -> std::result::Result<UpstreamTls, Refusal> {
+    let name = match host {
+        Host::Name(n) => ServerName::try_from(n.clone())
+            .map_err(|_| Refusal::Upstream("not a valid TLS server name".into()))?,
+        Host::Ip(ip) => ServerName::IpAddress((*ip).into()),
+    };
+    let connector = tokio_rustls::TlsConnector::from(policy.upstream_tls.clone());
+    match tokio::time::timeout(timeout, connector.connect(name, tcp)).await {
+        Ok(Ok(s)) => Ok(s),
+        Ok(Err(e)) => Err(Refusal::Upstream(format!("upstream TLS failed: {e}"))),
+        Err(_) => Err(Refusal::Upstream("upstream TLS handshake timed out".into())),
+    }
+}
+
 /// Requests inside a terminated CONNECT: each one checked against the current policy, the rules'
 /// headers set, relayed to the one upstream TLS connection.
-async fn terminated<C, U>(
+async fn terminated<C>(
     mut client: Conn<C>,
-    mut up: Conn<U>,
+    mut up: Conn<UpstreamTls>,
     host: &Host,
     port: u16,
     ip: IpAddr,
@@ -524,8 +528,9 @@ async fn terminated<C, U>(
     sh: &Shared,
 ) where
     C: AsyncRead + AsyncWrite + Unpin,
-    U: AsyncRead + AsyncWrite + Unpin,
 {
+    // The first request goes on the connection just checked; later ones may find it closed.
+    let mut fresh = true;
     loop {
         let raw = match client.read_head(sh.limits.max_head).await {
             Ok(Some(raw)) => raw,
@@ -562,8 +567,38 @@ async fn terminated<C, U>(
         if let Some(rules) = policy.headers_for(host) {
             req.apply(&rules);
         }
+        let mut r = exchange(&mut client, &mut up, req.clone(), sh, !fresh).await;
+        fresh = false;
+        if let Err(Exchange::Stale) = r {
+            // The same checked address again, a new TLS session.
+            let again = async {
+                let (tcp, _) = dial(&[ip], port, sh.limits.connect).await?;
+                upstream_tls(&policy, host, tcp, sh.limits.connect).await
+            };
+            match again.await {
+                Ok(s) => {
+                    up = Conn::new(s, sh.limits.idle);
+                    r = exchange(&mut client, &mut up, req, sh, false).await;
+                }
+                Err(why) => {
+                    let _ = client
+                        .io
+                        .write_all(&refusal_response(host, port, &why))
+                        .await;
+                    let _ = client.io.flush().await;
+                    ev.reason = why.reason().to_string();
+                    sh.emit(ev);
+                    break;
+                }
+            }
+        }
         drop(policy);
-        match exchange(&mut client, &mut up, req, sh).await {
+        match r {
+            Err(Exchange::Stale) => {
+                ev.reason = "the upstream closed without an answer".into();
+                sh.emit(ev);
+                break;
+            }
             Ok((bytes, keep)) => {
                 ev.allowed = true;
                 ev.reason = "terminated".into();
@@ -594,6 +629,9 @@ async fn terminated<C, U>(
 }
 
 enum Exchange {
+    /// The kept-alive upstream had gone away before answering a request with no body: the
+    /// caller may send it again on a new connection (nothing reached the client).
+    Stale,
     /// A 101 answer: the connection became a tunnel and has ended.
     Upgraded(u64),
     /// It broke part way; the connection is unusable.
@@ -607,6 +645,7 @@ async fn exchange<C, U>(
     up: &mut Conn<U>,
     mut req: Head,
     sh: &Shared,
+    retryable: bool,
 ) -> std::result::Result<(u64, bool), Exchange>
 where
     C: AsyncRead + AsyncWrite + Unpin,
@@ -638,12 +677,17 @@ where
             client.io.flush().await.map_err(|e| fail("client", &e, 0))?;
         }
     }
+    // A server may close a kept-alive connection at any moment; a request with no body that
+    // got no answer at all is safe to send again.
+    let retryable = retryable && body == Body::None;
     let encoded = req.encode();
     bytes += encoded.len() as u64;
-    up.io
-        .write_all(&encoded)
-        .await
-        .map_err(|e| fail("upstream write", &e, bytes))?;
+    if let Err(e) = up.io.write_all(&encoded).await {
+        return Err(match retryable {
+            true => Exchange::Stale,
+            false => fail("upstream write", &e, bytes),
+        });
+    }
     bytes += client
         .copy_body(body, &mut up.io)
         .await
@@ -651,6 +695,9 @@ where
     loop {
         let raw = match up.read_head(sh.limits.max_head).await {
             Ok(Some(raw)) => raw,
+            Ok(None) | Err(_) if retryable && up.buffered().is_empty() => {
+                return Err(Exchange::Stale)
+            }
             Ok(None) => {
                 let line = "kern-sandbox egress: the upstream closed without an answer";
                 let _ = client
@@ -883,9 +930,32 @@ async fn plain(
     }
     drop(policy);
     let up = upstream.as_mut().expect("set above");
-    let r = exchange(client, &mut up.conn, req, sh).await;
+    let mut r = exchange(client, &mut up.conn, req.clone(), sh, reuse).await;
+    if let Err(Exchange::Stale) = r {
+        // The kept-alive connection had closed: the same checked address, a new connection.
+        match dial(&[up.ip], port, sh.limits.connect).await {
+            Ok((tcp, _)) => {
+                up.conn = Conn::new(tcp, sh.limits.idle);
+                r = exchange(client, &mut up.conn, req, sh, false).await;
+            }
+            Err(why) => {
+                *upstream = None;
+                client
+                    .io
+                    .write_all(&refusal_response(&host, port, &why))
+                    .await?;
+                ev.reason = why.reason().to_string();
+                sh.emit(ev);
+                return Ok(false);
+            }
+        }
+    }
     ev.allowed = true;
     let keep = match r {
+        Err(Exchange::Stale) => {
+            ev.reason = "the upstream closed without an answer".into();
+            false
+        }
         Ok((bytes, keep)) => {
             ev.reason = "forwarded".into();
             ev.bytes = bytes;

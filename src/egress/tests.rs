@@ -50,6 +50,12 @@ fn test_ca() -> TestCa {
 
 /// A loopback server that answers each request with its head as received (keep-alive).
 async fn echo_server(tls: Option<Arc<rustls::ServerConfig>>) -> u16 {
+    echo_server_with(tls, false).await
+}
+
+/// `one_each`: the server closes every connection after one answer, without saying so (as a
+/// server whose keep-alive timeout passed does).
+async fn echo_server_with(tls: Option<Arc<rustls::ServerConfig>>, one_each: bool) -> u16 {
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = l.local_addr().unwrap().port();
     tokio::spawn(async move {
@@ -59,10 +65,10 @@ async fn echo_server(tls: Option<Arc<rustls::ServerConfig>>) -> u16 {
                 match tls {
                     Some(cfg) => {
                         if let Ok(s) = tokio_rustls::TlsAcceptor::from(cfg).accept(s).await {
-                            echo(s).await
+                            echo(s, one_each).await
                         }
                     }
-                    None => echo(s).await,
+                    None => echo(s, one_each).await,
                 }
             });
         }
@@ -70,7 +76,7 @@ async fn echo_server(tls: Option<Arc<rustls::ServerConfig>>) -> u16 {
     port
 }
 
-async fn echo<S: AsyncRead + AsyncWrite + Unpin>(s: S) {
+async fn echo<S: AsyncRead + AsyncWrite + Unpin>(s: S, one_each: bool) {
     let mut c = Conn::new(s, Duration::from_secs(30));
     while let Ok(Some(raw)) = c.read_head(65536).await {
         let h = Head::request(&raw).unwrap();
@@ -84,7 +90,8 @@ async fn echo<S: AsyncRead + AsyncWrite + Unpin>(s: S) {
         .into_bytes();
         out.extend_from_slice(&raw);
         out.extend_from_slice(&sink);
-        if c.io.write_all(&out).await.is_err() {
+        if c.io.write_all(&out).await.is_err() || c.io.flush().await.is_err() || one_each {
+            let _ = c.io.shutdown().await;
             return;
         }
     }
@@ -395,4 +402,36 @@ async fn dropping_the_proxy_stops_it() {
     // The serving task ends its streams once it sees the drop.
     assert_eq!(s.read(&mut buf).await.unwrap_or(0), 0);
     assert!(!path.exists());
+}
+
+#[tokio::test]
+async fn a_kept_alive_upstream_that_closed_is_dialled_again() {
+    let f = fixture().await;
+    let https = echo_server_with(Some(f.ca.server.clone()), true).await;
+    let http = echo_server_with(None, true).await;
+    // Plain HTTP: two requests on one client stream, each on a new upstream connection.
+    let s = UnixStream::connect(&f.path).await.unwrap();
+    let mut c = Conn::new(s, Duration::from_secs(30));
+    for p in ["/one", "/two"] {
+        let req = format!("GET http://api.test:{http}{p} HTTP/1.1\r\nHost: api.test\r\n\r\n");
+        let (code, seen) = ask(&mut c, &req).await;
+        assert_eq!(code, 200, "{p}: {seen}");
+        assert!(seen.starts_with(&format!("GET {p} ")), "{seen}");
+    }
+    // Terminated: the same, inside the box's one TLS session.
+    let (_, s) = connect(&f.path, &format!("api.test:{https}")).await;
+    let mut c = Conn::new(
+        tls_over(s.unwrap(), "api.test", f.proxy.ca_pem()).await,
+        Duration::from_secs(30),
+    );
+    for p in ["/one", "/two", "/three"] {
+        let (code, seen) = ask(
+            &mut c,
+            &format!("GET {p} HTTP/1.1\r\nHost: api.test\r\n\r\n"),
+        )
+        .await;
+        assert_eq!(code, 200, "{p}: {seen}");
+        assert!(seen.contains(&format!("Authorization: {SECRET}")), "{seen}");
+    }
+    f.proxy.close().await;
 }
