@@ -2,10 +2,11 @@
 //!
 //! # The socket contract
 //!
-//! A proxy listens on a **host Unix-domain socket** (mode 0600) at a path its owner chooses. The
-//! box side relays each TCP connection a program makes to its in-box proxy port to one new
-//! stream on this socket, byte for byte, and adds nothing. On each stream the proxy speaks
-//! HTTP/1.1 proxy protocol, as a client configured with `HTTP_PROXY`/`HTTPS_PROXY` sends it:
+//! A proxy listens on a **host Unix-domain socket** (mode 0600) at a path its owner chooses, in a
+//! directory only the owner can enter (the path must not exist yet). The box side relays each
+//! TCP connection a program makes to its in-box proxy port to one new stream on this socket,
+//! byte for byte, and adds nothing. On each stream the proxy speaks HTTP/1.1 proxy protocol, as
+//! a client configured with `HTTP_PROXY`/`HTTPS_PROXY` sends it:
 //!
 //! - `CONNECT host:port HTTP/1.1` (HTTPS, or any TCP): answered `200 Connection Established`,
 //!   then the stream is the tunnel. A host with no header rules is tunnelled untouched (the

@@ -111,11 +111,17 @@ impl EgressProxy {
         let ca = Authority::new()?;
         let listener = UnixListener::bind(path)
             .map_err(|e| Error::io(format!("could not listen on {}", path.display()), e))?;
+        // Owner only. Between bind and this chmod the umask's mode holds: the owner should put
+        // the socket in a directory only it can enter.
         {
             use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(
-                |e| Error::io(format!("could not set the mode of {}", path.display()), e),
-            )?;
+            if let Err(e) = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)) {
+                let _ = std::fs::remove_file(path);
+                return Err(Error::io(
+                    format!("could not set the mode of {}", path.display()),
+                    e,
+                ));
+            }
         }
         let shared = Arc::new(Shared {
             policy: RwLock::new(Arc::new(policy)),
@@ -193,7 +199,9 @@ async fn serve(
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
             accepted = listener.accept() => match accepted {
                 Ok((s, _)) => {
-                    if conns.len() >= shared.limits.max_connections {
+                    // Counted by the streams' own guards, so a finished stream not yet reaped
+                    // from the set does not hold a place.
+                    if shared.active.load(Ordering::Acquire) >= shared.limits.max_connections {
                         let _ = s.try_write(&simple_response(
                             503,
                             "Service Unavailable",
@@ -202,11 +210,12 @@ async fn serve(
                         ));
                         continue;
                     }
-                    let sh = shared.clone();
+                    shared.active.fetch_add(1, Ordering::AcqRel);
+                    // Moved into the task: counted out even if it is aborted before it runs.
+                    let gone = Leaving(shared.clone());
                     conns.spawn(async move {
-                        sh.active.fetch_add(1, Ordering::AcqRel);
-                        let _gone = Leaving(&sh.active);
-                        handle(s, &sh).await;
+                        handle(s, &gone.0).await;
+                        drop(gone);
                     });
                 }
                 // Out of fds or the like: wait a little instead of spinning.
@@ -232,11 +241,11 @@ impl Drop for Report<'_> {
 }
 
 /// Counts a connection out however its task ends (aborted included).
-struct Leaving<'a>(&'a AtomicUsize);
+struct Leaving(Arc<Shared>);
 
-impl Drop for Leaving<'_> {
+impl Drop for Leaving {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        self.0.active.fetch_sub(1, Ordering::AcqRel);
     }
 }
 

@@ -435,3 +435,47 @@ async fn a_kept_alive_upstream_that_closed_is_dialled_again() {
     }
     f.proxy.close().await;
 }
+
+#[tokio::test]
+async fn bounded_streams_and_heads() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("small.sock");
+    let limits = Limits {
+        max_connections: 1,
+        max_head: 1024,
+        ..Limits::default()
+    };
+    let proxy = EgressProxy::start(&path, policy(json!({})), None, limits).unwrap();
+    let mut first = UnixStream::connect(&path).await.unwrap();
+    // The first stream is being served once it answers something.
+    first.write_all(b"GET / HTTP/1.1\r\n\r\n").await.unwrap();
+    let mut out = String::new();
+    first.read_to_string(&mut out).await.unwrap();
+    assert!(out.starts_with("HTTP/1.1 400"), "{out}");
+    let held = UnixStream::connect(&path).await.unwrap();
+    // Wait for the proxy to count it (it answers nothing until a head arrives).
+    while proxy.active_connections() < 1 {
+        tokio::task::yield_now().await;
+    }
+    let mut second = UnixStream::connect(&path).await.unwrap();
+    let mut out = String::new();
+    second.read_to_string(&mut out).await.unwrap();
+    assert!(
+        out.starts_with("HTTP/1.1 503") && out.ends_with("too many connections\n"),
+        "{out}"
+    );
+    drop(held);
+    while proxy.active_connections() > 0 {
+        tokio::task::yield_now().await;
+    }
+    let mut big = UnixStream::connect(&path).await.unwrap();
+    let head = format!(
+        "GET http://a.test/ HTTP/1.1\r\nX: {}\r\n\r\n",
+        "a".repeat(2048)
+    );
+    big.write_all(head.as_bytes()).await.unwrap();
+    let mut out = String::new();
+    big.read_to_string(&mut out).await.unwrap();
+    assert!(out.starts_with("HTTP/1.1 431"), "{out}");
+    proxy.close().await;
+}
