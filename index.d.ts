@@ -317,6 +317,8 @@ export type SandboxErrorCode =
   | 'ERR_CONNECTION_REFUSED'
   /** The machine is closed, or its box died. */
   | 'ERR_MACHINE_GONE'
+  /** A network (egress) policy entry is malformed; the message names the entry, never a header value. */
+  | 'ERR_BAD_NETWORK_POLICY'
   | (string & {})
 /** A requested host mount was refused as unsafe (sensitive source, or a relative/escaping path). */
 export class MountRefused extends SandboxError {}

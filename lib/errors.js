@@ -45,6 +45,7 @@ const CLASSES = {
   ERR_STDIN_CLOSED: SandboxError,
   ERR_CONNECTION_REFUSED: SandboxError,
   ERR_MACHINE_GONE: SandboxError,
+  ERR_BAD_NETWORK_POLICY: SandboxError,
   ERR_ABORTED: null,
 }
 

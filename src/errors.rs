@@ -80,6 +80,8 @@ coded_errors! {
     ConnectionRefused => "ERR_CONNECTION_REFUSED",
     /// The machine is closed, or its box died.
     MachineGone => "ERR_MACHINE_GONE",
+    /// A network (egress) policy entry that is malformed; the message names the entry.
+    BadNetworkPolicy => "ERR_BAD_NETWORK_POLICY",
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -4,6 +4,7 @@
 
 #![deny(clippy::all)]
 
+mod egress;
 mod errors;
 mod kernel;
 mod lifecycle;

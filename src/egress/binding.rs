@@ -1,0 +1,122 @@
+//! `NativeEgress`: the proxy for JS, so tests (and later lib/) can start one on a socket path
+//! with a policy, update it, hear its events and close it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use napi::bindgen_prelude::PromiseRaw;
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::{Env, Status};
+use napi_derive::napi;
+
+use super::{EgressProxy, Event, EventSink, Limits, NetworkPolicy, Policy};
+use crate::errors::{self, Error};
+use crate::output::QUEUE_DEPTH;
+
+/// One request through the proxy (no header values, ever).
+#[napi(object, object_from_js = false)]
+pub struct EgressEvent {
+    pub host: String,
+    pub port: u32,
+    pub method: String,
+    /// The request target of a plain HTTP or terminated request; absent for a tunnel.
+    pub path: Option<String>,
+    pub allowed: bool,
+    /// `tunnelled`, `terminated`, `forwarded`, or why it was refused or failed.
+    pub reason: String,
+    pub bytes: f64,
+}
+
+impl From<Event> for EgressEvent {
+    fn from(e: Event) -> Self {
+        EgressEvent {
+            host: e.host,
+            port: e.port as u32,
+            method: e.method,
+            path: e.path,
+            allowed: e.allowed,
+            reason: e.reason,
+            bytes: e.bytes as f64,
+        }
+    }
+}
+
+/// The audit callback: weak (never keeps Node alive), bounded; events past the queue are dropped.
+pub type EgressEventFn =
+    ThreadsafeFunction<EgressEvent, (), EgressEvent, Status, false, true, QUEUE_DEPTH>;
+
+/// A running egress proxy on a host Unix socket.
+#[napi]
+pub struct NativeEgress {
+    inner: Arc<EgressProxy>,
+}
+
+#[napi]
+impl NativeEgress {
+    /// Checks `policy` (throws `ERR_BAD_NETWORK_POLICY`), then listens on `socketPath`, which
+    /// must not exist yet. `onRequest` hears every request.
+    #[napi(ts_return_type = "Promise<NativeEgress>")]
+    pub fn start<'e>(
+        env: &'e Env,
+        socket_path: String,
+        policy: NetworkPolicy,
+        on_request: Option<EgressEventFn>,
+    ) -> napi::Result<PromiseRaw<'e, NativeEgress>> {
+        if socket_path.is_empty() || socket_path.contains('\0') {
+            return Err(Error::InvalidOption("socketPath must be a file path".into()).into());
+        }
+        let policy = errors::guard(|| Policy::new(policy))?;
+        let events: Option<EventSink> = on_request.map(|f| {
+            let f = Arc::new(f);
+            Arc::new(move |ev: Event| {
+                f.call(
+                    EgressEvent::from(ev),
+                    ThreadsafeFunctionCallMode::NonBlocking,
+                );
+            }) as EventSink
+        });
+        let path = PathBuf::from(socket_path);
+        crate::promise(env, async move {
+            let inner = EgressProxy::start(&path, policy, events, Limits::default())?;
+            Ok(NativeEgress {
+                inner: Arc::new(inner),
+            })
+        })
+    }
+
+    /// The proxy's CA certificate (PEM): the box trusts it for terminated hosts.
+    #[napi(getter)]
+    pub fn ca_pem(&self) -> String {
+        self.inner.ca_pem().to_string()
+    }
+
+    #[napi(getter)]
+    pub fn socket_path(&self) -> String {
+        self.inner.socket_path().to_string_lossy().into_owned()
+    }
+
+    /// Streams being served right now.
+    #[napi(getter)]
+    pub fn active_connections(&self) -> u32 {
+        self.inner.active_connections() as u32
+    }
+
+    /// Replaces the policy for requests that start from now on; an invalid one throws
+    /// `ERR_BAD_NETWORK_POLICY` and changes nothing.
+    #[napi]
+    pub fn update(&self, policy: NetworkPolicy) -> napi::Result<()> {
+        let policy = errors::guard(|| Policy::new(policy))?;
+        self.inner.update(policy);
+        Ok(())
+    }
+
+    /// Stops accepting, ends every connection and removes the socket file.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn close<'e>(&self, env: &'e Env) -> napi::Result<PromiseRaw<'e, ()>> {
+        let p = self.inner.clone();
+        crate::promise(env, async move {
+            p.close().await;
+            Ok(())
+        })
+    }
+}
