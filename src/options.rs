@@ -193,6 +193,9 @@ pub struct Config {
     pub box_workspace: String,
     /// How many ready boxes the session keeps (0: none).
     pub prewarm: usize,
+    /// The host egress proxy the session's boxes reach (setup boxes excepted), if any: set from the
+    /// network policy (and, for tests only, `lifecycle::egress::from_test_env`).
+    pub egress: Option<crate::lifecycle::egress::EgressAttach>,
 }
 
 impl Config {
@@ -230,6 +233,7 @@ impl Config {
             apparmor: o.apparmor.map(check_apparmor).transpose()?,
             box_workspace,
             prewarm: check_prewarm(o.prewarm)?,
+            egress: crate::lifecycle::egress::from_test_env()?,
             kern: locate::find_kern()?,
         })
     }

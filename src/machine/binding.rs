@@ -66,7 +66,7 @@ impl NativeSandbox {
         let s = self.inner.clone();
         promise(env, async move {
             let inner = s
-                .open_machine(PathBuf::from(agent), image, timeout_s)
+                .open_machine(PathBuf::from(agent), image, timeout_s, None)
                 .await?;
             Ok(NativeMachine {
                 inner,
