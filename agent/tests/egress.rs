@@ -197,6 +197,41 @@ fn connections_are_relayed_both_ways_with_half_close_and_end_with_the_workload()
 }
 
 #[test]
+fn a_machine_agent_runs_the_relay_on_a_thread_of_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let proxy = dir.path().join("proxy.sock");
+    echo_proxy(&proxy);
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, CA).unwrap();
+    let bundle = dir.path().join("bundle.pem");
+    let port = free_port().to_string();
+    let args: Vec<&std::ffi::OsStr> = vec![
+        "--egress-sock".as_ref(),
+        proxy.as_os_str(),
+        "--egress-port".as_ref(),
+        port.as_ref(),
+        "--egress-ca".as_ref(),
+        ca.as_os_str(),
+        "--egress-bundle".as_ref(),
+        bundle.as_os_str(),
+    ];
+    let mut host = common::Host::start_with(dir, &args);
+    // Bound and written before the hello: nothing the host starts can race them.
+    assert!(std::fs::read_to_string(&bundle).unwrap().ends_with(CA));
+    let mut s = connect(port.parse().unwrap());
+    s.write_all(b"ping").unwrap();
+    s.shutdown(Shutdown::Write).unwrap();
+    let mut got = String::new();
+    s.read_to_string(&mut got).unwrap();
+    assert_eq!(got, "reply-to:ping");
+    // Its processes do not inherit the listener.
+    let out = host.run(&["sh", "-c", "ls -l /proc/self/fd/ | grep -c socket || true"]);
+    assert_eq!(out.stdout(), "0\n");
+    host.child.kill().unwrap();
+    host.child.wait().unwrap();
+}
+
+#[test]
 fn a_proxy_that_is_gone_ends_the_connection_instead_of_hanging() {
     let mut r = start(&["sleep", "30"]);
     std::fs::remove_file(r.dir.path().join("proxy.sock")).unwrap();
