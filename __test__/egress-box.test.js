@@ -250,6 +250,14 @@ test('one-shot calls: curl, Python and Node reach the proxy and nothing else; ex
   assert.equal(sys.fault?.type, 'escape_blocked')
 })
 
+test("kern's untrusted profile (seccomp allowlist, read-only root) leaves the relay working", async (t) => {
+  const sbx = await attached(t, { timeoutS: 60, securityProfile: 'untrusted', prewarm: 0 })
+  const r = await sbx.run(clients().curlHttps)
+  assert.equal(r.stdout, 'ok /curl via=-', r.stderr)
+  const code = await sbx.runCode('import sys; sys.exit(3)')
+  assert.equal(code.exitCode, 3)
+})
+
 test('a kernel: cells and their subprocesses go through the proxy', async (t) => {
   const sbx = await attached(t, { timeoutS: 60 })
   const k = await openKernel(t, sbx)
