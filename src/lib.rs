@@ -5,6 +5,7 @@
 #![deny(clippy::all)]
 
 mod egress;
+mod egress_binding;
 mod errors;
 mod kernel;
 mod lifecycle;

@@ -49,7 +49,7 @@ impl NativeSandbox {
         let s = self.inner.clone();
         promise(env, async move {
             let inner = s
-                .open_machine(PathBuf::from(agent), cfg.image, cfg.timeout_s)
+                .open_machine(PathBuf::from(agent), cfg.image, cfg.timeout_s, None)
                 .await?;
             for &port in &cfg.ports {
                 if let Err(e) = inner.expose_port(port).await {

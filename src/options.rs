@@ -195,6 +195,9 @@ pub struct Config {
     pub box_workspace: String,
     /// How many ready boxes the session keeps (0: none).
     pub prewarm: usize,
+    /// The host egress proxy the session's boxes reach (setup boxes excepted), if any: set from the
+    /// network policy (and, for tests only, `lifecycle::egress::from_test_env`).
+    pub egress: Option<crate::egress::attach::EgressAttach>,
 }
 
 impl Config {
@@ -232,6 +235,7 @@ impl Config {
             apparmor: o.apparmor.map(check_apparmor).transpose()?,
             box_workspace,
             prewarm: check_prewarm(o.prewarm)?,
+            egress: crate::egress::attach::from_test_env()?,
             kern: locate::find_kern()?,
         })
     }

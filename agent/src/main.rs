@@ -3,9 +3,15 @@
 //! `kern-sandbox-agent <socket>` connects to the host's unix socket and serves it (see [`proto`])
 //! until the connection closes; then it kills every process group it started and exits, which
 //! ends the box. It reaps every child, orphans included, and shrugs off the signals a shell in the
-//! box could send it.
+//! box could send it. With `--egress-sock S --egress-port N [--egress-ca C --egress-bundle B]` it
+//! also relays the box's loopback port N to the host's egress proxy (see [`egress`]).
+//!
+//! `kern-sandbox-agent egress --sock S --port N [--ca C --bundle B] -- argv...` is the same relay
+//! for a box whose workload is `argv` (one-shot calls, kernels): it starts the relay, then execs
+//! `argv` in its own place.
 
 mod conn;
+mod egress;
 mod error;
 mod files;
 mod metrics;
@@ -90,18 +96,58 @@ fn scrub_inheritance() {
     }
 }
 
-fn main() {
-    let mut args = std::env::args_os().skip(1);
-    let (Some(socket), None) = (args.next(), args.next()) else {
-        eprintln!("usage: kern-sandbox-agent <socket path>");
-        std::process::exit(2);
+const USAGE: &str = "usage: kern-sandbox-agent <socket path> [--egress-sock S --egress-port N \
+                     [--egress-ca C --egress-bundle B]]\n       \
+                     kern-sandbox-agent egress --sock S --port N [--ca C --bundle B] -- argv...";
+
+/// The machine agent's arguments: its socket, and the egress relay it runs, if any.
+fn machine_args(
+    mut args: impl Iterator<Item = std::ffi::OsString>,
+) -> (std::ffi::OsString, Option<egress::Spec>) {
+    let usage = |why: &str| -> ! {
+        eprintln!("kern-sandbox-agent: {why}\n{USAGE}");
+        std::process::exit(2)
     };
+    let Some(socket) = args.next() else {
+        usage("no socket path")
+    };
+    let mut spec = egress::Spec::default();
+    let mut any = false;
+    while let Some(flag) = args.next() {
+        let flag = flag.to_string_lossy().into_owned();
+        match spec.take_flag("--egress-", &flag, &mut args) {
+            Ok(true) => any = true,
+            Ok(false) => usage(&format!("unknown argument {flag}")),
+            Err(e) => usage(&e),
+        }
+    }
+    (socket, any.then_some(spec))
+}
+
+fn main() {
+    let mut args = std::env::args_os().skip(1).peekable();
+    if args.peek().is_some_and(|a| a == "egress") {
+        egress::relay_and_exec(args.skip(1));
+    }
+    let (socket, egress) = machine_args(args);
+    // Before anything runs in the box: the port is bound and the bundle written by the time any
+    // process could look for them.
+    let relay = egress.map(|spec| match spec.prepare() {
+        Ok(listener) => (listener, spec.sock),
+        Err(e) => {
+            eprintln!("kern-sandbox-agent: egress: {e}");
+            std::process::exit(1);
+        }
+    });
     scrub_inheritance();
     setup_signals();
     // As PID 1 the agent inherits orphans anyway; elsewhere (the host tests) this makes it the
     // one that reaps them, the same as in a box.
     // SAFETY: prctl with integer arguments only.
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    if let Some((listener, sock)) = relay {
+        spawn_thread("egress", move || egress::serve(listener, &sock));
+    }
     let stream = match UnixStream::connect(&socket) {
         Ok(stream) => stream,
         Err(e) => {

@@ -34,7 +34,7 @@
 //! the policy; [`EgressProxy::close`] (or dropping it) stops it and removes the socket file.
 
 mod addr;
-pub mod binding;
+pub mod attach;
 mod ca;
 mod http;
 mod policy;

@@ -3,6 +3,7 @@
 use std::ffi::OsString;
 use std::path::Path;
 
+use super::egress::{self, EgressBox};
 use crate::options::Config;
 use crate::workspace::DEPS_DIR;
 
@@ -23,6 +24,9 @@ pub struct BoxSpec<'a> {
     /// A machine's box: a writable root, a terminal (kern gives a box /dev/pts only with `-it`),
     /// and the agent with its control directory bound in.
     pub machine: Option<MachineBox<'a>>,
+    /// Attached to a host egress proxy: no `--net`/`--egress-allow`, the proxy's socket, CA and
+    /// env bound in, and the relay in front of the workload (see `egress`).
+    pub egress: Option<&'a EgressBox>,
 }
 
 pub struct MachineBox<'a> {
@@ -43,7 +47,9 @@ pub fn box_argv(cfg: &Config, spec: &BoxSpec<'_>) -> Vec<OsString> {
     }
     workspace_flags(&mut a, cfg, spec);
     limit_flags(&mut a, cfg, spec);
-    if !cfg.egress_allow.is_empty() && !spec.setup {
+    if spec.egress.is_some() && !spec.setup {
+        // The proxy is the box's only way out: kern's default, isolated network.
+    } else if !cfg.egress_allow.is_empty() && !spec.setup {
         flag(&mut a, "--egress-allow", cfg.egress_allow.join(","));
     } else if cfg.network || spec.setup {
         a.push("--net".into());
@@ -58,9 +64,17 @@ pub fn box_argv(cfg: &Config, spec: &BoxSpec<'_>) -> Vec<OsString> {
         }
         flag(&mut a, "-v", v);
     }
+    let egress = spec.egress.filter(|_| !spec.setup);
+    if let Some(e) = egress {
+        a.extend(egress::box_binds(e, spec.machine.is_none()));
+    }
     security_flags(&mut a, cfg);
     if let Some(f) = spec.env_file {
         flag(&mut a, "--env-file", f);
+    }
+    // After the session's: kern applies env files in order, so these values win.
+    if let Some(e) = egress {
+        flag(&mut a, "--env-file", &e.env_file);
     }
     if let Some(m) = &spec.machine {
         for (host, at) in [(m.agent, m.agent_at), (m.ctl, m.ctl_at)] {
@@ -71,7 +85,14 @@ pub fn box_argv(cfg: &Config, spec: &BoxSpec<'_>) -> Vec<OsString> {
         a.push("-it".into());
     }
     a.push("--".into());
-    a.extend(spec.command.iter().map(OsString::from));
+    match (egress, &spec.machine) {
+        (None, _) => a.extend(spec.command.iter().map(OsString::from)),
+        (Some(_), Some(_)) => {
+            a.extend(spec.command.iter().map(OsString::from));
+            a.extend(egress::machine_args().into_iter().map(OsString::from));
+        }
+        (Some(_), None) => a.extend(egress::wrap(spec.command).into_iter().map(OsString::from)),
+    }
     a
 }
 
@@ -176,6 +197,7 @@ mod tests {
             apparmor: None,
             box_workspace: "/workspace".into(),
             prewarm: 0,
+            egress: None,
         }
     }
 
@@ -195,6 +217,7 @@ mod tests {
             env_file: Some(Path::new("/tmp/p/env")),
             command: &cmd,
             machine: None,
+            egress: None,
         };
         assert_eq!(
             strs(box_argv(&cfg(), &spec)),
@@ -256,6 +279,7 @@ mod tests {
             env_file: None,
             command: &cmd,
             machine: None,
+            egress: None,
         };
         assert_eq!(
             strs(box_argv(&c, &spec)),
@@ -313,6 +337,7 @@ mod tests {
             env_file: None,
             command: &cmd,
             machine: None,
+            egress: None,
         };
         let v = strs(box_argv(&c, &spec));
         assert_eq!(
@@ -343,9 +368,109 @@ mod tests {
             env_file: None,
             command: &cmd,
             machine: None,
+            egress: None,
         };
         let v = strs(box_argv(&c, &spec));
         assert!(v.contains(&"--net".to_string()));
         assert!(!v.contains(&"--egress-allow".to_string()));
+    }
+
+    fn egress_box() -> EgressBox {
+        EgressBox {
+            attach: egress::EgressAttach {
+                sock: "/run/p/proxy.sock".into(),
+                ca_pem: String::new(),
+                agent: "/opt/agent".into(),
+            },
+            ca_file: "/tmp/p/egress/ca.pem".into(),
+            env_file: "/tmp/p/egress/env".into(),
+        }
+    }
+
+    #[test]
+    fn an_attached_box_keeps_the_isolated_network_and_runs_the_relay_first() {
+        let mut c = cfg();
+        c.egress_allow = vec!["a.example.org".into()];
+        let e = egress_box();
+        let cmd = vec!["curl".to_string(), "https://x.test/".into()];
+        let spec = BoxSpec {
+            name: "e",
+            workspace: Path::new("/w"),
+            deps_readonly: false,
+            timeout_s: 1.0,
+            setup: false,
+            env_file: Some(Path::new("/tmp/p/env")),
+            command: &cmd,
+            machine: None,
+            egress: Some(&e),
+        };
+        let v = strs(box_argv(&c, &spec));
+        assert!(!v.contains(&"--net".to_string()));
+        assert!(!v.contains(&"--egress-allow".to_string()));
+        let binds: Vec<&str> = v
+            .windows(2)
+            .filter(|w| w[0] == "-v")
+            .map(|w| w[1].as_str())
+            .collect();
+        assert_eq!(
+            binds[1..],
+            [
+                "/run/p/proxy.sock:/.kern-sandbox/egress.sock:ro",
+                "/tmp/p/egress/ca.pem:/.kern-sandbox/egress-ca.pem:ro",
+                "/opt/agent:/.kern-sandbox/agent:ro"
+            ]
+        );
+        let envs: Vec<&str> = v
+            .windows(2)
+            .filter(|w| w[0] == "--env-file")
+            .map(|w| w[1].as_str())
+            .collect();
+        assert_eq!(envs, ["/tmp/p/env", "/tmp/p/egress/env"]);
+        let dd = v.iter().position(|a| a == "--").unwrap();
+        assert_eq!(v[dd + 1..dd + 3], ["/.kern-sandbox/agent", "egress"]);
+        assert_eq!(v[v.len() - 3..], ["--", "curl", "https://x.test/"]);
+        // The setup box is never attached: it has the host network.
+        let setup = BoxSpec {
+            setup: true,
+            ..spec
+        };
+        let v = strs(box_argv(&c, &setup));
+        assert!(v.contains(&"--net".to_string()));
+        assert!(!v.iter().any(|a| a.contains("egress")));
+    }
+
+    #[test]
+    fn an_attached_machine_gets_the_relay_flags_not_a_second_agent() {
+        let e = egress_box();
+        let cmd = vec![
+            "/.kern-sandbox/agent".to_string(),
+            "/.kern-sandbox/ctl/sock".into(),
+        ];
+        let spec = BoxSpec {
+            name: "m",
+            workspace: Path::new("/w"),
+            deps_readonly: false,
+            timeout_s: 1.0,
+            setup: false,
+            env_file: None,
+            command: &cmd,
+            machine: Some(MachineBox {
+                agent: Path::new("/opt/agent"),
+                agent_at: "/.kern-sandbox/agent",
+                ctl: Path::new("/tmp/p/ctl"),
+                ctl_at: "/.kern-sandbox/ctl",
+            }),
+            egress: Some(&e),
+        };
+        let v = strs(box_argv(&cfg(), &spec));
+        assert_eq!(
+            v.iter()
+                .filter(|a| a.ends_with(":/.kern-sandbox/agent:ro"))
+                .count(),
+            1
+        );
+        let dd = v.iter().position(|a| a == "--").unwrap();
+        assert_eq!(v[dd + 1..dd + 3], cmd[..]);
+        assert_eq!(v[dd + 3..], egress::machine_args()[..]);
     }
 }

@@ -6,6 +6,7 @@ pub mod argv;
 pub mod boxes;
 pub mod cancel;
 pub mod cleanup;
+pub mod egress;
 pub mod fault;
 pub mod launch;
 pub mod outcome;

@@ -28,7 +28,7 @@ use procs::{Proc, SharedTable};
 use wire::{Conn, Frame, SharedConn};
 
 /// Where the agent and its control socket appear inside the box.
-pub const AGENT_IN_BOX: &str = "/.kern-sandbox/agent";
+pub use crate::lifecycle::egress::AGENT_IN_BOX;
 pub const CTL_IN_BOX: &str = "/.kern-sandbox/ctl";
 const SOCKET: &str = "sock";
 /// How long a closing machine's agent gets to end its processes before the box is torn down.

@@ -2,24 +2,28 @@
 //! with its root writable and our agent as PID 1.
 
 use std::os::unix::fs::DirBuilderExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::{box_name, random_hex, Session, KERNEL_BACKSTOP_S, KERNEL_MAX_STARTUP_S};
 use crate::errors::{Error, Result};
 use crate::lifecycle::argv::{self, MachineBox};
+use crate::lifecycle::egress::{check_bind_source, EgressAttach};
 use crate::machine::{self, Launch, Machine, AGENT_IN_BOX, CTL_IN_BOX};
 
 /// A machine gets at least this long to come up (an image unpacked for the first time).
 const MACHINE_MIN_STARTUP_S: f64 = 30.0;
 
 impl Session {
+    /// `egress`: the proxy this machine's box reaches; `None` takes the session's (`cfg.egress`),
+    /// `Some(None)` none (a machine whose own policy replaces the session's).
     pub async fn open_machine(
         self: &Arc<Self>,
         agent: PathBuf,
         image: Option<String>,
         timeout_s: Option<f64>,
+        egress: Option<Option<EgressAttach>>,
     ) -> Result<Arc<Machine>> {
         self.check_env()?;
         check_bind_source(&agent, "the machine agent")?;
@@ -37,6 +41,18 @@ impl Session {
             .create(&ctl)
             .map_err(|e| Error::io(format!("cannot create {}", ctl.display()), e))?;
         check_bind_source(&ctl, "the machine's control directory")?;
+        // In the control directory, which is removed with the machine; only `sock` of it is the
+        // agent's business, but the box sees the whole directory, read-only.
+        let egress = match egress.unwrap_or_else(|| self.cfg.egress.clone()) {
+            Some(a) => match a.prepare(&ctl.join("egress")) {
+                Ok(e) => Some(e),
+                Err(e) => {
+                    let _ = std::fs::remove_dir_all(&ctl);
+                    return Err(e);
+                }
+            },
+            None => None,
+        };
         let listener = tokio::net::UnixListener::bind(machine::socket_path(&ctl))
             .map_err(|e| Error::io("cannot listen for the machine's agent", e))?;
         let socket_in_box = format!("{CTL_IN_BOX}/sock");
@@ -48,6 +64,7 @@ impl Session {
             ctl: &ctl,
             ctl_at: CTL_IN_BOX,
         });
+        spec.egress = egress.as_ref();
         let args = argv::box_argv_with_image(&self.cfg, image, &spec);
         let startup = timeout_s
             .unwrap_or(self.cfg.timeout_s)
@@ -103,16 +120,4 @@ impl Session {
             m.close().await;
         }
     }
-}
-
-/// A host path that goes into a `-v source:target:ro` argument: absolute, and free of the
-/// characters kern's volume syntax splits on.
-fn check_bind_source(p: &Path, what: &str) -> Result<()> {
-    let s = p.to_string_lossy();
-    if !p.is_absolute() || s.contains([':', ',', '\n', '\0']) {
-        return Err(Error::InvalidOption(format!(
-            "{what} must be at an absolute path without ':' or ',' (it is bound into the box): {s}"
-        )));
-    }
-    Ok(())
 }

@@ -16,6 +16,7 @@ use crate::kernel::Kernel;
 use crate::lifecycle::argv::{self, BoxSpec};
 use crate::lifecycle::cancel::{Call, Calls, Cancel, StopReason};
 use crate::lifecycle::cleanup;
+use crate::lifecycle::egress::EgressBox;
 use crate::lifecycle::fault::{self, Ending};
 use crate::lifecycle::outcome::Outcome;
 use crate::lifecycle::spawn::{self, BoxRun, Launch, Watch};
@@ -50,6 +51,8 @@ pub struct Opened {
     files: Mutex<Option<LiveIndex>>,
     /// Boxes started ahead of calls (`prewarm` > 0).
     pool: Option<Arc<Pool>>,
+    /// The session's boxes' egress files (`cfg.egress`), in `private`.
+    egress: Option<EgressBox>,
 }
 
 /// What a box call is, for the ready boxes.
@@ -213,11 +216,16 @@ impl Session {
             Ok(body) => write_private(&env_file, body.as_bytes()).map(|()| w),
             Err(_) => Ok(w),
         });
-        match ws {
-            Ok(ws) => Ok(Opened {
+        let ready = ws.and_then(|w| match &self.cfg.egress {
+            Some(a) => a.prepare(&private.join("egress")).map(|e| (w, Some(e))),
+            None => Ok((w, None)),
+        });
+        match ready {
+            Ok((ws, egress)) => Ok(Opened {
                 ws,
                 private,
                 env_file,
+                egress,
                 files: Mutex::new(None),
                 pool: (self.cfg.prewarm > 0).then(|| {
                     let recipe = pool::Recipe {
@@ -440,7 +448,8 @@ impl Session {
             }
             // The driver tells `%pip` without a network apart, to say so instead of hanging. The
             // marker stays last.
-            let net = self.cfg.network || !self.cfg.egress_allow.is_empty();
+            let net =
+                self.cfg.network || !self.cfg.egress_allow.is_empty() || self.cfg.egress.is_some();
             let mode = if net {
                 "ipython:net"
             } else {
@@ -552,6 +561,7 @@ impl Session {
             env_file: Some(&opened.env_file),
             command,
             machine: None,
+            egress: opened.egress.as_ref().filter(|_| !setup),
         }
     }
 

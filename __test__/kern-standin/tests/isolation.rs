@@ -228,3 +228,47 @@ fn seccomp_kills_escape_syscalls_with_sigsys() {
     let out = in_box(&env, &[], &["unshare", "-U", "true"]);
     assert_eq!(out.status.code(), Some(159));
 }
+
+/// What the binding's egress relay relies on, as on kern: in a default (isolated) `--ro` box the
+/// loopback is up (a listener and a connect to it work), a host unix socket bound in read-only by
+/// file is connectable, `/dev/shm` is writable, and env files apply in order.
+#[test]
+fn loopback_a_bound_socket_and_dev_shm_work_in_a_read_only_box() {
+    use std::io::Write;
+    let env = Env::new();
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("proxy.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    std::thread::spawn(move || {
+        if let Ok((mut s, _)) = listener.accept() {
+            let _ = s.write_all(b"from-host");
+        }
+    });
+    let (e1, e2) = (dir.path().join("e1"), dir.path().join("e2"));
+    std::fs::write(&e1, "A=1\nB=1\n").unwrap();
+    std::fs::write(&e2, "B=2\n").unwrap();
+    let bind = format!("{}:/.kern-sandbox/egress.sock:ro", sock.display());
+    let script = "import os, socket\n\
+        l = socket.socket(); l.bind(('127.0.0.1', 0)); l.listen()\n\
+        c = socket.create_connection(l.getsockname(), timeout=5); a, _ = l.accept()\n\
+        c.sendall(b'lo'); print(a.recv(2).decode())\n\
+        u = socket.socket(socket.AF_UNIX); u.connect('/.kern-sandbox/egress.sock')\n\
+        print(u.recv(64).decode())\n\
+        open('/dev/shm/x', 'w').write('x'); print('shm')\n\
+        print(os.environ['A'] + os.environ['B'])";
+    let out = in_box(
+        &env,
+        &[
+            "--ro",
+            "-v",
+            &bind,
+            "--env-file",
+            e1.to_str().unwrap(),
+            "--env-file",
+            e2.to_str().unwrap(),
+        ],
+        &["python3", "-c", script],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "lo\nfrom-host\nshm\n12\n");
+}

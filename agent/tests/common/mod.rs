@@ -44,11 +44,16 @@ impl Output {
 impl Host {
     /// Starts an agent connected to a fresh listener and reads its hello.
     pub fn start() -> Host {
-        let dir = tempfile::tempdir().unwrap();
+        Host::start_with(tempfile::tempdir().unwrap(), &[])
+    }
+
+    /// Starts an agent with `extra` arguments after its socket, in `dir`.
+    pub fn start_with(dir: tempfile::TempDir, extra: &[&std::ffi::OsStr]) -> Host {
         let sock = dir.path().join("sock");
         let listener = UnixListener::bind(&sock).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_kern-sandbox-agent"))
             .arg(&sock)
+            .args(extra)
             .spawn()
             .unwrap();
         listener.set_nonblocking(true).unwrap();

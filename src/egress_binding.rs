@@ -9,7 +9,7 @@ use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status};
 use napi_derive::napi;
 
-use super::{EgressProxy, Event, EventSink, Limits, NetworkPolicy, Policy};
+use crate::egress::{EgressProxy, Event, EventSink, Limits, NetworkPolicy, Policy};
 use crate::errors::{self, Error};
 use crate::output::QUEUE_DEPTH;
 
