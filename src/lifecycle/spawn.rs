@@ -38,6 +38,8 @@ const DRAIN_AFTER_KILL: Duration = Duration::from_millis(300);
 /// After kern exits, how long its pipes may stay open (held by a stray process) before we stop
 /// reading them.
 const DRAIN_BUDGET: Duration = Duration::from_millis(2000);
+/// After a ready box was killed, how long its discard waits for kern to be reaped.
+const DISCARD_REAP: Duration = Duration::from_secs(2);
 /// After a call resolved on its workload's exit, how long kern's own teardown may take before the
 /// box is torn down as a timed-out one is.
 const TEARDOWN_BUDGET: Duration = Duration::from_secs(10);
@@ -245,6 +247,9 @@ impl Booted {
         {
             teardown(&self.kern, &self.name, self.pgid, &mut self.reaper).await;
             confirm_gone(&self.kern, &self.name, self.pgid).await;
+            // Killed, but on a loaded host kern may not be reaped yet: a close() that returned
+            // with it still a zombie would leave `kern ps` listing the box a moment longer.
+            let _ = tokio::time::timeout(DISCARD_REAP, self.reaper.wait()).await;
         }
     }
 }
