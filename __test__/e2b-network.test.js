@@ -31,13 +31,13 @@ test("E2B's network options as the policy: allowInternetAccess, allTraffic, call
   assert.deepEqual(toPolicy(undefined, undefined), {}, 'the default: every public address')
   assert.deepEqual(toPolicy(undefined, true), {})
   assert.deepEqual(toPolicy(undefined, false), { denyOut: all })
-  // E2B's "only these" idiom: allowOut beats the all-traffic deny, so only allowOut stays.
-  assert.deepEqual(toPolicy({ allowOut: ['api.test'] }, false), { allowOut: ['api.test'] })
-  assert.deepEqual(toPolicy({ allowOut: ['api.test'], denyOut: ['0.0.0.0/0', '10.0.0.0/8'] }), {
+  // E2B's "only these" idiom, as the core reads it too (the all-traffic denies give way to allowOut).
+  assert.deepEqual(toPolicy({ allowOut: ['api.test'] }, false), { allowOut: ['api.test'], denyOut: all })
+  assert.deepEqual(toPolicy({ allowOut: ['api.test'], denyOut: ['0.0.0.0/0', '10.0.0.0/8'] }, false), {
     allowOut: ['api.test'],
-    denyOut: ['10.0.0.0/8'],
+    denyOut: ['0.0.0.0/0', '10.0.0.0/8', '::/0'],
   })
-  assert.deepEqual(toPolicy({ denyOut: ({ allTraffic }) => [allTraffic] }), { denyOut: all })
+  assert.deepEqual(toPolicy({ denyOut: ({ allTraffic }) => [allTraffic] }), { denyOut: ['0.0.0.0/0'] })
   const rules = new Map([['api.test', [{ transform: { headers: { Authorization: SECRET } } }]]])
   assert.deepEqual(toPolicy({ allowOut: (ctx) => [...ctx.rules.keys()], rules, hosts: { 'api.test': '127.0.0.1' } }), {
     allowOut: ['api.test'],
@@ -150,6 +150,10 @@ test(
     assert.notEqual(closed.exitCode, 0)
     assert.match(closed.stderr, /403/)
     assert.equal((await sbx.getInfo()).allowInternetAccess, false)
+    // E2B's "deny all, allow these": allowOut still opens its hosts.
+    await sbx.updateNetwork({ ...base, allowOut: ['api.test'], allowInternetAccess: false })
+    assert.equal((await curl('api.test', '--cacert /tmp/test-ca.pem')).stdout, 'api.test auth=-')
+    await sbx.updateNetwork({ ...base, allowInternetAccess: false })
 
     // A bad policy is E2B's InvalidArgumentError, the core's code kept, and nothing changes.
     await assert.rejects(

@@ -149,8 +149,8 @@ export interface SandboxNetworkRule {
 
 /** E2B's network options (`SandboxNetworkOpts`), as the sandbox's egress policy (docs/network.md). */
 export interface SandboxNetworkOpts {
-  /** Only these (with `denyOut: [allTraffic]` or `allowInternetAccess: false`: only these, beating
-   * the deny). Absent: every public address. */
+  /** Only these; with `denyOut: [allTraffic]` or `allowInternetAccess: false`, these still (the
+   * all-traffic deny gives way to them). Absent: every public address. */
   allowOut?: SandboxNetworkSelector
   /** Refused addresses and ranges; `'0.0.0.0/0'` (E2B's allTraffic) closes everything not in allowOut. */
   denyOut?: SandboxNetworkSelector

@@ -1,10 +1,9 @@
 'use strict'
 // E2B's network options (`network`, `allowInternetAccess`, `updateNetwork`) as this package's
-// egress policy (docs/network.md). E2B's idiom "deny all traffic, allow these" is `allowOut` plus
-// `denyOut: [allTraffic]`, where an allowed entry beats the deny; in the policy a deny wins, and
-// a listed `allowOut` already refuses everything else, so the all-traffic deny is dropped when
-// there is an `allowOut`. The sandbox's machine always gets a policy, so updateNetwork() can
-// open it up or close it later.
+// egress policy (docs/network.md), which reads E2B's shape the same way: its all-traffic denies
+// (`0.0.0.0/0`, `::/0`) give way to `allowOut`, so "deny all, allow these" keeps its meaning, and
+// `allowInternetAccess: false` is those two denies added. The sandbox's machine always gets a
+// policy, so updateNetwork() can open it up or close it later.
 
 const { InvalidArgumentError } = require('./errors.js')
 
@@ -55,15 +54,10 @@ function toPolicy(network, allowInternetAccess) {
   }
   const rules = rulesOf(n.rules)
   const allowOut = selector(n.allowOut, 'allowOut', rules)
-  let denyOut = selector(n.denyOut, 'denyOut', rules) ?? []
-  const denyAll = allowInternetAccess === false || denyOut.some((d) => ALL.includes(d))
+  const denyOut = selector(n.denyOut, 'denyOut', rules) ?? []
+  if (allowInternetAccess === false) for (const all of ALL) if (!denyOut.includes(all)) denyOut.push(all)
   const policy = {}
-  if (denyAll) {
-    denyOut = denyOut.filter((d) => !ALL.includes(d))
-    // Nothing but what allowOut lists; nothing at all when it lists nothing.
-    if (allowOut && allowOut.length) policy.allowOut = allowOut
-    else denyOut = [...ALL, ...denyOut]
-  } else if (allowOut) policy.allowOut = allowOut
+  if (allowOut) policy.allowOut = allowOut
   if (denyOut.length) policy.denyOut = denyOut
   if (rules) policy.rules = rules
   for (const k of OURS) if (n[k] !== undefined) policy[k] = n[k]
@@ -74,7 +68,7 @@ function toPolicy(network, allowInternetAccess) {
  * the host's proxy, not even into a result). */
 function networkInfo(network, policy) {
   const info = {}
-  if (network?.allowOut != null || policy.allowOut) info.allowOut = [...(policy.allowOut ?? [])]
+  if (policy.allowOut) info.allowOut = [...policy.allowOut]
   if (policy.denyOut) info.denyOut = [...policy.denyOut]
   if (policy.rules) {
     info.rules = Object.fromEntries(
