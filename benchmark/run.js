@@ -24,8 +24,8 @@ const { table } = require('./lib/table')
 const { ROOT, IMPLS, TRUE_BIN, ctx, log, sync, rtPrefix } = runner
 
 /** The families, in the order their rows are printed. */
-const FAMILIES = ['binding', 'snapshot', 'cli', 'oneshot', 'kernels', 'e2b', 'machines', 'pool', 'size'].map((f) =>
-  require(`./families/${f}`),
+const FAMILIES = ['binding', 'snapshot', 'cli', 'oneshot', 'kernels', 'e2b', 'machines', 'pool', 'proxy', 'size'].map(
+  (f) => require(`./families/${f}`),
 )
 
 function parseArgs(argv) {

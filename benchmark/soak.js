@@ -4,12 +4,14 @@
 // that hammers the binding with a mix of successes, timeouts, kills, floods and cancelled calls,
 // sequentially and concurrently, across several sessions, then checks that nothing is left behind.
 //
-//   npm run soak                           # 1,000 sequential + 200 concurrent calls + 5,000 kernel cells, 10 min cap
-//   npm run soak -- --quick                # 150 + 50 calls + 800 cells, about a minute
+//   npm run soak                           # 1,000 sequential + 200 concurrent calls + 5,000 kernel cells
+//                                          # + 10,000 requests through the egress proxy, 10 min cap
+//   npm run soak -- --quick                # 150 + 50 calls + 800 cells + 2,000 proxied requests, about a minute
 //   KERN_BIN=/path/to/kern npm run soak    # against a real kern (default: the stand-in)
 //
 // Options: --minutes N (cap on the call phases; checks still run after it), --quick, --seq N,
-// --conc N, --cells N (warm-kernel cells), --out FILE (the figures as JSON), --verbose (every
+// --conc N, --cells N (warm-kernel cells), --proxy N (requests through the egress proxy, half
+// refused), --out FILE (the figures as JSON), --verbose (every
 // call's outcome).
 //
 // The kernel phase runs cells on a few warm kernels at once: plain cells whose output and value
@@ -27,10 +29,12 @@
 //              within 8 MiB where that is more: a runtime or spawner thread still alive at the end
 //              (threads are reported) brings its stack and malloc arena, a few MiB that are no
 //              leak, which 10% of a ~55 MiB quick-soak baseline cannot absorb
+//   proxy      the egress proxy's own process (soak/proxy.js): fds and threads after the run <= after
+//              its warm-up, RSS (after a full collection) within the rss check's bound
 //   calls      every call and cell settled in time with the outcome its workload must produce
 //
 // One module per scenario under benchmark/soak/: calls.js (one-shot calls, sequential and
-// concurrent), kernels.js (warm kernels), close.js (a session closed with calls running); shared:
+// concurrent), kernels.js (warm kernels), proxy.js (the egress proxy), close.js (a session closed with calls running); shared:
 // context.js (marker, tallies, draws), probes.js (what the checks look at), warmup.js, checks.js.
 
 const fs = require('node:fs')
@@ -63,7 +67,7 @@ if (typeof global.gc !== 'function') {
 // arguments
 
 function parseArgs(argv) {
-  const a = { quick: false, minutes: null, seq: null, conc: null, cells: null, out: null, verbose: false }
+  const a = { quick: false, minutes: null, seq: null, conc: null, cells: null, proxy: null, out: null, verbose: false }
   for (let i = 0; i < argv.length; i++) {
     const v = argv[i]
     const num = () => {
@@ -79,6 +83,7 @@ function parseArgs(argv) {
     else if (v === '--seq') a.seq = Math.floor(num())
     else if (v === '--conc') a.conc = Math.floor(num())
     else if (v === '--cells') a.cells = Math.floor(num())
+    else if (v === '--proxy') a.proxy = Math.floor(num())
     else if (v === '--out') a.out = path.resolve(argv[++i])
     else if (v === '--verbose' || v === '-v') a.verbose = true
     else if (v === '--help' || v === '-h') {
@@ -86,7 +91,7 @@ function parseArgs(argv) {
         fs
           .readFileSync(__filename, 'utf8')
           .split('\n')
-          .slice(2, 34)
+          .slice(2, 38)
           .map((l) => l.replace(/^\/\/ ?/, ''))
           .join('\n'),
       )
@@ -99,6 +104,7 @@ function parseArgs(argv) {
   a.seq ??= a.quick ? 150 : 1000
   a.conc ??= a.quick ? 50 : 200
   a.cells ??= a.quick ? 800 : 5000
+  a.proxy ??= a.quick ? 2000 : 10000
   a.minutes ??= a.quick ? 1.5 : 10
   return a
 }
@@ -125,6 +131,7 @@ const { statusKb, strays, sessionDirs, snapshotFigures } = require('./soak/probe
 const { openSessions, sequentialPhase, concurrentPhase } = require('./soak/calls')
 const { KERNELS_AT_ONCE, kstats, kernelsPhase } = require('./soak/kernels')
 const { closeWhileRunning } = require('./soak/close')
+const { proxyPhase } = require('./soak/proxy')
 const { warmUp } = require('./soak/warmup')
 const { fmtKb, checks: runChecks } = require('./soak/checks')
 
@@ -136,7 +143,7 @@ async function main() {
   const deadline = t0 + args.minutes * 60_000
   console.log(`kern-sandbox soak: ${KERN_KIND} (${KERN}), pid ${process.pid}, marker ${MARKER}`)
   console.log(
-    `plan: ${args.seq} sequential + ${args.conc} concurrent calls + ${args.cells} kernel cell workloads, cap ${args.minutes} min, node ${process.version}, ${os.cpus().length} CPUs`,
+    `plan: ${args.seq} sequential + ${args.conc} concurrent calls + ${args.cells} kernel cell workloads + ${args.proxy} proxied requests, cap ${args.minutes} min, node ${process.version}, ${os.cpus().length} CPUs`,
   )
 
   // warm-up, then the baseline
@@ -163,6 +170,9 @@ async function main() {
   // warm kernels
   const { done: cellsDone, ms: cellsMs, kstart } = await kernelsPhase(deadline)
 
+  // the egress proxy: half refused, every answer and event checked
+  const { done: proxyDone, ms: proxyMs, check: proxyCheck } = await proxyPhase(args.proxy)
+
   // a session closed while calls are still running (close() must stop them)
   await closeWhileRunning()
 
@@ -184,7 +194,8 @@ async function main() {
   console.log(
     `kernel cells: ${cellsDone}/${args.cells} workloads (${kstats.cells - kstart.cells} cells) on ${KERNELS_AT_ONCE} kernels at once in ${(cellsMs / 1000).toFixed(1)} s; ${kstats.opened - kstart.opened} kernels opened, ${kstats.closed - kstart.closed} closed or torn down`,
   )
-  if (seqDone < args.seq || concDone < args.conc || cellsDone < args.cells)
+  console.log(`egress proxy: ${proxyDone}/${args.proxy} requests (half refused) in ${(proxyMs / 1000).toFixed(1)} s`)
+  if (seqDone < args.seq || concDone < args.conc || cellsDone < args.cells || proxyDone < args.proxy)
     console.log(`WARNING: the ${args.minutes} min cap stopped the run early`)
   const rows = Object.entries(tally).sort(([a], [b]) => a.localeCompare(b))
   for (const [k, v] of rows)
@@ -196,6 +207,7 @@ async function main() {
   )
 
   const { checks, fdsNew, fdsGone } = runChecks(before, after, rssHwm0, rssHwm)
+  if (proxyCheck) checks.splice(checks.length - 1, 0, proxyCheck)
   console.log('')
   for (const c of checks) console.log(`${c.pass ? 'PASS' : 'FAIL'}  ${c.name.padEnd(10)} ${c.figure}`)
   const failed = checks.filter((c) => !c.pass)
@@ -208,14 +220,14 @@ async function main() {
         {
           kern: KERN_KIND,
           kernBin: KERN,
-          plan: { seq: args.seq, conc: args.conc, cells: args.cells, minutes: args.minutes },
-          done: { seq: seqDone, conc: concDone, cells: cellsDone },
+          plan: { seq: args.seq, conc: args.conc, cells: args.cells, proxy: args.proxy, minutes: args.minutes },
+          done: { seq: seqDone, conc: concDone, cells: cellsDone, proxy: proxyDone },
           kernels: {
             opened: kstats.opened - kstart.opened,
             closed: kstats.closed - kstart.closed,
             cells: kstats.cells - kstart.cells,
           },
-          ms: { seq: seqMs, conc: concMs, cells: cellsMs, total: totalMs },
+          ms: { seq: seqMs, conc: concMs, cells: cellsMs, proxy: proxyMs, total: totalMs },
           tally,
           counters,
           figures: {

@@ -136,6 +136,72 @@ export interface CreateCodeContextOpts {
   requestTimeoutMs?: number
 }
 
+/** E2B's `allowOut`/`denyOut`: a list of hosts (`*.example.com`), IPs and CIDRs (each optionally
+ * `:port`), or a callback returning one; `allTraffic` is `'0.0.0.0/0'`. */
+export type SandboxNetworkSelector =
+  string[] | ((ctx: { allTraffic: string; rules: Map<string, SandboxNetworkRule[]> }) => string[])
+
+/** A rule for requests to one host: its headers are set by the host's proxy (HTTPS is terminated
+ * for that host); the values never enter the sandbox. A rule never grants access. */
+export interface SandboxNetworkRule {
+  transform?: { headers?: Record<string, string> }
+}
+
+/** E2B's network options (`SandboxNetworkOpts`), as the sandbox's egress policy (docs/network.md). */
+export interface SandboxNetworkOpts {
+  /** Only these; with `denyOut: [allTraffic]` or `allowInternetAccess: false`, these still (the
+   * all-traffic deny gives way to them). Absent: every public address. */
+  allowOut?: SandboxNetworkSelector
+  /** Refused addresses and ranges; `'0.0.0.0/0'` (E2B's allTraffic) closes everything not in allowOut. */
+  denyOut?: SandboxNetworkSelector
+  /** Per host (exact, or a leading wildcard), ordered rules. */
+  rules?: Record<string, SandboxNetworkRule[]> | Map<string, SandboxNetworkRule[]>
+  /** kern-sandbox's addition for offline tests: names resolved to chosen addresses (a named
+   * private address is allowed). */
+  hosts?: Record<string, string>
+  /** kern-sandbox's addition: CA certificates (PEM) the proxy trusts upstream. */
+  upstreamCa?: string | string[]
+  /** Not supported (an InvalidArgumentError): traffic leaves through the host. */
+  egressProxy?: never
+  /** Inbound options: kept and returned by getInfo(). */
+  allowPublicTraffic?: boolean
+  maskRequestHost?: string
+  httpsPorts?: number[]
+}
+
+/** What `updateNetwork` takes: the whole policy, replaced (what it leaves out is cleared). */
+export interface SandboxNetworkUpdate {
+  allowOut?: SandboxNetworkSelector
+  denyOut?: SandboxNetworkSelector
+  rules?: Record<string, SandboxNetworkRule[]> | Map<string, SandboxNetworkRule[]>
+  hosts?: Record<string, string>
+  upstreamCa?: string | string[]
+  /** `false`: nothing but what allowOut lists. */
+  allowInternetAccess?: boolean
+}
+
+/** `getInfo().network`: E2B's `SandboxNetworkInfo`; each header's value is shown as `***`. */
+export interface SandboxNetworkInfo {
+  allowOut?: string[]
+  denyOut?: string[]
+  rules?: Record<string, SandboxNetworkRule[]>
+  allowPublicTraffic?: boolean
+  maskRequestHost?: string
+  httpsPorts?: number[]
+}
+
+/** One request the egress proxy saw (kern-sandbox's `onRequest`): no header values. */
+export interface SandboxEgressEvent {
+  host: string
+  port: number
+  method: string
+  path?: string
+  allowed: boolean
+  /** Why: e.g. `tunnelled`, `terminated`, `forwarded`, `not in allowOut`. */
+  reason: string
+  bytes: number
+}
+
 export interface SandboxOpts {
   /** Environment variables of every cell and command. */
   envs?: Record<string, string>
@@ -144,8 +210,13 @@ export interface SandboxOpts {
   timeoutMs?: number
   /** Kept, and returned by getInfo(). */
   metadata?: Record<string, string>
-  /** Network access for cells and commands. Default false (E2B's default is true). */
+  /** Public addresses for cells and commands, through the host's egress proxy. Default true, as
+   * E2B's; `false` leaves only what `network.allowOut` lists. */
   allowInternetAccess?: boolean
+  /** The egress policy (E2B's shape); see SandboxNetworkOpts. */
+  network?: SandboxNetworkOpts
+  /** kern-sandbox's addition: called for every request the sandbox's proxy sees. */
+  onRequest?: (event: SandboxEgressEvent) => void
   /** kern-sandbox's own Sandbox options, e.g. `{ memoryMb: 1024, cpus: 2 }`, except those the
    * options above set (image, env, network, boxWorkspace). */
   kern?: Omit<KernSandboxOptions, 'image' | 'env' | 'network' | 'boxWorkspace'>
@@ -173,7 +244,10 @@ export interface SandboxInfo {
   memoryMB: number
   /** `kern-sandbox <version>` (E2B gives its in-sandbox daemon's version). */
   envdVersion: string
+  /** Whether public addresses are open. */
   allowInternetAccess?: boolean
+  /** The egress policy in force (absent on a build without egress policies for machines). */
+  network?: SandboxNetworkInfo
   sandboxDomain?: string
 }
 
@@ -658,6 +732,8 @@ export class Sandbox {
   static connect(sandboxId: string, opts?: Record<string, unknown>): Promise<Sandbox>
   /** Kills the live sandbox of this process with that id; false when there is none. */
   static kill(sandboxId: string, opts?: Record<string, unknown>): Promise<boolean>
+  /** updateNetwork() of the live sandbox with that id. */
+  static updateNetwork(sandboxId: string, network: SandboxNetworkUpdate, opts?: Record<string, unknown>): Promise<void>
   /** The live sandboxes of this process. */
   static list(opts?: SandboxListOpts): SandboxPaginator
   /** Not supported: rejects with a SandboxError that says why (a running
@@ -680,6 +756,8 @@ export class Sandbox {
   setTimeout(timeoutMs: number, opts?: Record<string, unknown>): Promise<void>
   isRunning(opts?: Record<string, unknown>): Promise<boolean>
   getInfo(opts?: Record<string, unknown>): Promise<SandboxInfo>
+  /** Replaces the egress policy of the running sandbox; nothing in it restarts. */
+  updateNetwork(network: SandboxNetworkUpdate, opts?: Record<string, unknown>): Promise<void>
   /** Ends the sandbox (its machine, processes and kernels); true, or false when it had ended. */
   kill(opts?: Record<string, unknown>): Promise<boolean>
   [Symbol.asyncDispose](): Promise<void>

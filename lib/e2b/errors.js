@@ -89,6 +89,7 @@ const CLASSES = {
   ERR_NOT_FOUND: NotFoundError,
   ERR_UNSUPPORTED_LANGUAGE: InvalidArgumentError,
   ERR_INVALID_OPTION: InvalidArgumentError,
+  ERR_BAD_NETWORK_POLICY: InvalidArgumentError,
   ERR_PROCESS_NOT_FOUND: NotFoundError,
   ERR_NO_SPACE: NotEnoughSpaceError,
 }

@@ -2,12 +2,14 @@
 // Sandbox: E2B's sandbox (`e2b`'s core API and `@e2b/code-interpreter`'s code contexts) on one
 // machine of this package: a persistent box whose processes, /tmp, loopback and files every
 // command, PTY, file call and code context of the sandbox share. The workspace is bound at
-// /home/user (E2B's user's home). Network off unless asked for.
+// /home/user (E2B's user's home). The machine's traffic leaves through the host's egress proxy,
+// under a policy made of E2B's `network` and `allowInternetAccess` (network.js).
 
 const os = require('node:os')
 const fs = require('node:fs')
 const { randomBytes } = require('node:crypto')
 const { Sandbox: CoreSandbox } = require('../sandbox.js')
+const { Machine } = require('../machine.js')
 const { DEFAULTS } = require('../options.js')
 const { IPYTHON } = require('../kernel.js')
 const { SandboxError, InvalidArgumentError, SandboxNotFoundError, killedError, toE2B } = require('./errors.js')
@@ -18,6 +20,7 @@ const { Pty } = require('./pty.js')
 const { Git } = require('./git.js')
 const { HostPorts } = require('./ports.js')
 const { live, SandboxPaginator } = require('./live.js')
+const { toPolicy, networkInfo } = require('./network.js')
 const { version } = require('../../package.json')
 
 /** E2B's default sandbox lifetime. */
@@ -34,6 +37,10 @@ const SETUP =
   '[ -x /bin/bash ] && echo shell=bash; ' +
   'id -u user >/dev/null 2>&1 || { echo "user:x:1000:1000:user:/home/user:/bin/sh" >> /etc/passwd && ' +
   'echo "user:x:1000:" >> /etc/group; } 2>/dev/null; id -u user >/dev/null 2>&1 && echo user=yes'
+
+/** Whether the core gives machines an egress policy (`sbx.machine({ network })`,
+ * `machine.updateNetwork`). Without it a sandbox's network is the session's `true` or `false`. */
+const POLICIES = typeof Machine.prototype.updateNetwork === 'function'
 
 function checkLifetime(ms, what) {
   if (typeof ms !== 'number' || !(ms > 0) || ms > MAX_LIFETIME_MS) {
@@ -62,21 +69,35 @@ function coreOptions(template, opts) {
       )
     }
   }
-  const allow = opts.allowInternetAccess ?? false
-  if (typeof allow !== 'boolean') throw new InvalidArgumentError('allowInternetAccess must be a boolean')
+  const given = opts.allowInternetAccess
+  if (given != null && typeof given !== 'boolean')
+    throw new InvalidArgumentError('allowInternetAccess must be a boolean')
+  if (!POLICIES && opts.network != null) {
+    throw new SandboxError('network (an egress policy) needs a kern-sandbox build with egress policies for machines')
+  }
   return {
     trackFiles: false, // E2B reports no per-call file changes; spare the bookkeeping
     ...kern,
     image: template === undefined || E2B_TEMPLATES.has(template) ? DEFAULTS.image : template,
     // E2B's user has its home at /home/user: `~` and $HOME mean the workspace there too.
     env: { HOME, ...stringRecord(opts.envs, 'envs') },
-    network: allow,
+    // With policies the session's own boxes stay offline: the machine gets the policy.
+    network: POLICIES ? false : (given ?? false),
     boxWorkspace: HOME,
   }
 }
 
 /** Opens the session and its machine; closes what was opened when a step fails. */
-async function openMachine(core) {
+/** The machine's network options: the policy and who hears of each request. */
+function machineNetwork(opts) {
+  if (opts.onRequest != null && typeof opts.onRequest !== 'function')
+    throw new InvalidArgumentError('onRequest must be a function')
+  if (!POLICIES) return { policy: null, options: {} }
+  const policy = toPolicy(opts.network, opts.allowInternetAccess)
+  return { policy, options: { network: policy, ...(opts.onRequest ? { onRequest: opts.onRequest } : {}) } }
+}
+
+async function openMachine(core, machineOptions) {
   let session
   try {
     session = new CoreSandbox(core)
@@ -86,7 +107,7 @@ async function openMachine(core) {
         'this build of kern-sandbox has no machines (Sandbox.machine): kern-sandbox/e2b needs them',
       )
     }
-    return { session, machine: await session.machine() }
+    return { session, machine: await session.machine(machineOptions) }
   } catch (e) {
     await session?.close().catch(() => {})
     throw toE2B(e)
@@ -110,13 +131,16 @@ class Sandbox {
   #template
   #core
   #box
+  /** E2B's network options as last given (create or updateNetwork), and the policy they made. */
+  #network
 
   /** Use `Sandbox.create()`. */
-  constructor({ session, machine }, { template, core, metadata, timeoutMs }) {
+  constructor({ session, machine }, { template, core, metadata, timeoutMs, network }) {
     this.#session = session
     this.#machine = machine
     this.#template = template
     this.#core = core
+    this.#network = network
     this.sandboxId = `kern${randomBytes(10).toString('hex')}`
     /** Where `getHost()` hosts are: this machine's loopback. */
     this.sandboxDomain = '127.0.0.1'
@@ -163,8 +187,10 @@ class Sandbox {
     const timeoutMs = checkLifetime(opts.timeoutMs ?? LIFETIME_MS, 'timeoutMs')
     const core = coreOptions(template, opts)
     const metadata = stringRecord(opts.metadata, 'metadata') // checked before anything is opened
-    const opened = await openMachine(core)
-    const sbx = new Sandbox(opened, { template: template ?? 'code-interpreter-v1', core, metadata, timeoutMs })
+    const net = machineNetwork(opts)
+    const opened = await openMachine(core, net.options)
+    const network = { given: opts.network, allowInternetAccess: opts.allowInternetAccess, policy: net.policy }
+    const sbx = new Sandbox(opened, { template: template ?? 'code-interpreter-v1', core, metadata, timeoutMs, network })
     sbx.#contexts.warm()
     return sbx
   }
@@ -185,6 +211,13 @@ class Sandbox {
   static async kill(sandboxId) {
     const s = live.get(sandboxId)
     return s ? await s.kill() : false
+  }
+
+  /** updateNetwork() of the live sandbox with that id. */
+  static async updateNetwork(sandboxId, network) {
+    const s = live.get(sandboxId)
+    if (!s) throw new SandboxNotFoundError(`sandbox ${JSON.stringify(sandboxId)} not found`)
+    await s.updateNetwork(network)
   }
 
   /** The running sandboxes of this process, as E2B's paginator. */
@@ -291,6 +324,22 @@ class Sandbox {
     this.#arm(checkLifetime(timeoutMs, 'timeoutMs'))
   }
 
+  /** Replaces the sandbox's egress policy, as E2B's: the whole of it (what `network` leaves out is
+   * cleared), `allowInternetAccess: false` closing everything `allowOut` does not list. Nothing in
+   * the sandbox restarts; new connections and requests see it. */
+  async updateNetwork(network) {
+    this.#alive()
+    if (!POLICIES) {
+      throw new SandboxError('updateNetwork needs a kern-sandbox build with egress policies for machines')
+    }
+    if (network == null || typeof network !== 'object' || Array.isArray(network))
+      throw new InvalidArgumentError('updateNetwork takes an object: { allowOut, denyOut, rules, allowInternetAccess }')
+    const { allowInternetAccess, ...rest } = network
+    const policy = toPolicy(rest, allowInternetAccess)
+    await this.#request(() => this.#machine.updateNetwork(policy))
+    this.#network = { given: rest, allowInternetAccess, policy }
+  }
+
   async isRunning() {
     return !this.#killed && this.#machine.alive
   }
@@ -308,7 +357,8 @@ class Sandbox {
       cpuCount: this.#cpuCount(),
       memoryMB: this.#core.memoryMb ?? DEFAULTS.memoryMb ?? Math.floor(os.totalmem() / 2 ** 20),
       envdVersion: `kern-sandbox ${version}`,
-      allowInternetAccess: this.#core.network,
+      allowInternetAccess: this.#internet(),
+      ...(this.#network.policy ? { network: networkInfo(this.#network.given, this.#network.policy) } : {}),
       sandboxDomain: this.sandboxDomain,
     }
   }
@@ -333,6 +383,14 @@ class Sandbox {
 
   async [Symbol.asyncDispose]() {
     await this.kill()
+  }
+
+  /** Whether any public address is open: E2B's default is yes. */
+  #internet() {
+    const { policy, allowInternetAccess } = this.#network
+    if (!policy) return this.#core.network
+    if (allowInternetAccess != null) return allowInternetAccess
+    return !(policy.denyOut ?? []).includes('0.0.0.0/0') && !policy.allowOut
   }
 
   #cpuCount() {

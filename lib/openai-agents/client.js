@@ -11,12 +11,14 @@ const { invalid, checkCount, openMachine, splitOptions } = require('../adapters.
 /** Live sessions of this process by their state's sessionKey, for resume() and delete(). */
 const live = new Map()
 
-/** Sandbox options that can be written into serialized state: no callbacks, and no `env` (it may
- * hold secrets; a resumed session takes it from the client's own options). */
+/** Sandbox options that can be written into serialized state: no callbacks (`onRequest`), no
+ * `env` and no egress policy object (`network`: its rules hold header values, secrets that stay on
+ * the host); a resumed session takes those from the client's own options. */
 function serializableOptions(o) {
   const out = {}
   for (const [k, v] of Object.entries(o ?? {})) {
     if (typeof v === 'function' || v === undefined || k === 'env') continue
+    if (k === 'network' && typeof v === 'object' && v !== null) continue
     out[k] = v
   }
   return JSON.parse(JSON.stringify(out))
