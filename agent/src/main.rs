@@ -26,8 +26,6 @@ mod writer;
 
 use std::os::unix::net::UnixStream;
 
-use thread::spawn_thread;
-
 extern "C" fn ignore_signal(_: libc::c_int) {}
 
 /// Signal setup, before any thread exists (threads inherit the mask).
