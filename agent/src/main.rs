@@ -146,7 +146,7 @@ fn main() {
     // SAFETY: prctl with integer arguments only.
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
     if let Some((listener, sock)) = relay {
-        spawn_thread("egress", move || egress::serve(listener, &sock));
+        thread::spawn_thread("egress", move || egress::serve(listener, &sock));
     }
     let stream = match UnixStream::connect(&socket) {
         Ok(stream) => stream,
