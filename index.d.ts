@@ -607,10 +607,6 @@ export class Sandbox {
   readonly workspacePath: string | null
   /** How many boxes started ahead (`prewarm`) are ready for a call right now. */
   readonly readyBoxes: number
-  /** The `network` option as given: `false`, `true` or the policy object. */
-  readonly network: boolean | NetworkPolicy
-  /** The `onRequest` option: hears the session's egress proxy. */
-  onRequest: ((event: EgressEvent) => void) | null
   /** Create/validate the workspace and run `setup`. Call before runCode/run/writeFile. */
   open(): Promise<this>
   /** Stop calls still running and delete the workspace iff we created it. Idempotent. */

@@ -306,6 +306,14 @@ test('the session policy: one-shot runCode, a kernel cell, a machine with its ow
   assert.ok(!JSON.stringify(events).includes(SECRET_PART))
 })
 
+test('ready boxes (prewarm) are attached to the session proxy', async (t) => {
+  const sbx = await session(t, { network: policy(), prewarm: 1 })
+  await sbx.run(['true'])
+  assert.ok(await until(() => sbx.readyBoxes > 0), 'a ready box')
+  const r = await sbx.runCode(pyGet(`https://api.test:${world.tp}/ready`))
+  assert.equal(r.stdout, 'ok /ready auth=injected\n', r.stderr)
+})
+
 test('a callback that throws does not break anything', async (t) => {
   const sbx = await session(t, {
     network: policy(),

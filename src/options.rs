@@ -200,8 +200,8 @@ pub struct Config {
     pub box_workspace: String,
     /// How many ready boxes the session keeps (0: none).
     pub prewarm: usize,
-    /// The host egress proxy the session's boxes reach (setup boxes excepted), if any: set from the
-    /// network policy (and, for tests only, `lifecycle::egress::from_test_env`).
+    /// The internal test hook's attach (`egress::attach::from_test_env`), when no policy is given:
+    /// a policy's attach exists once open() has started the session's proxy.
     pub egress: Option<crate::egress::attach::EgressAttach>,
 }
 
