@@ -758,6 +758,34 @@ mod tests {
     }
 
     #[test]
+    fn network_is_a_boolean_or_a_checked_policy() {
+        let policy = |allow: serde_json::Value| {
+            Some(Either::B(NetworkPolicy {
+                allow_out: Some(allow),
+                ..Default::default()
+            }))
+        };
+        let (on, p, allow) = check_network(policy(serde_json::json!(["api.test"])), None).unwrap();
+        assert!(!on && p.is_some() && allow.is_empty());
+        let e = check_network(policy(serde_json::json!(["a.*.com"])), None).unwrap_err();
+        assert_eq!(e.code(), "ERR_BAD_NETWORK_POLICY");
+        assert!(e.to_string().starts_with("network.allowOut[0]: "), "{e}");
+        let e = check_network(
+            policy(serde_json::json!(["a.test"])),
+            Some(vec!["a.test".into()]),
+        )
+        .unwrap_err();
+        assert_eq!(e.code(), "ERR_INVALID_OPTION");
+        // The boolean forms as before.
+        assert!(matches!(check_network(None, None), Ok((false, None, _))));
+        assert!(matches!(
+            check_network(Some(Either::A(true)), None),
+            Ok((true, None, _))
+        ));
+        assert!(check_network(Some(Either::A(true)), Some(vec!["a.test".into()])).is_err());
+    }
+
+    #[test]
     fn long_values_are_cut_in_messages() {
         let e = check_image("-".repeat(1000)).unwrap_err().to_string();
         assert!(e.len() < 300 && e.contains("..."), "{e}");
