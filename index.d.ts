@@ -319,7 +319,48 @@ export type SandboxErrorCode =
   | 'ERR_MACHINE_GONE'
   /** A network (egress) policy entry is malformed; the message names the entry, never a header value. */
   | 'ERR_BAD_NETWORK_POLICY'
+  /** `machine.updateNetwork()` on a machine opened with `network: false` or `true`: it has no egress
+   * proxy to update (open it with a policy object, e.g. `{ denyOut: ['0.0.0.0/0'] }` for "off for now"). */
+  | 'ERR_NETWORK_FIXED'
   | (string & {})
+/** An egress policy: the object form of `network` (E2B's `SandboxNetworkOpts` shape, plus `hosts`
+ * and `upstreamCa`). Checked once; a bad entry is `ERR_BAD_NETWORK_POLICY` naming it. Private,
+ * loopback, link-local and metadata addresses are refused unless named here. See docs/network.md. */
+export interface NetworkPolicy {
+  /** What a box may reach: exact names (`api.example.com`), leading wildcards (`*.example.com`,
+   * never the name itself), IP addresses and CIDRs, each optionally `:port` (`[v6]:port`).
+   * Absent: every public address. */
+  allowOut?: string[]
+  /** IP addresses and CIDRs refused even when allowOut allows them (a deny wins); `0.0.0.0/0`
+   * refuses everything allowOut does not name. */
+  denyOut?: string[]
+  /** Per host (name, `*.` wildcard, IP or CIDR): ordered rules whose `transform.headers` the proxy
+   * sets on that host's HTTP and HTTPS requests (HTTPS is terminated for such hosts, with a
+   * per-proxy CA the box trusts). Exact host beats the longest wildcard. Rules never grant access.
+   * The values stay on the host: never in the box, an event, a log or an error message. */
+  rules?: Record<string, Array<{ transform?: { headers?: Record<string, string> } }>>
+  /** Names resolved to chosen addresses (offline tests); an address named here is allowed even if
+   * private. */
+  hosts?: Record<string, string>
+  /** PEM CA certificates the proxy trusts upstream besides the host's system roots. */
+  upstreamCa?: string | string[]
+}
+
+/** One request through an egress proxy, as `onRequest` hears it. No header values, ever. */
+export interface EgressEvent {
+  host: string
+  port: number
+  /** `CONNECT` for a tunnel; the request's method for plain HTTP and terminated HTTPS. */
+  method: string
+  /** The request target of a plain HTTP or terminated request; absent for a tunnel. */
+  path?: string
+  allowed: boolean
+  /** `tunnelled`, `terminated`, `forwarded`, or why it was refused or failed. */
+  reason: string
+  /** Bytes relayed both ways; 0 for a refusal. */
+  bytes: number
+}
+
 /** A requested host mount was refused as unsafe (sensitive source, or a relative/escaping path). */
 export class MountRefused extends SandboxError {}
 
@@ -350,14 +391,24 @@ export interface SandboxOptions {
    * override it with its own `timeoutS`.
    * @default 30 */
   timeoutS?: number
-  /** RELAXES ISOLATION. true shares the host network for every runCode.
+  /** `false`: no network. `true` (RELAXES ISOLATION): the host network for every box, loopback
+   * services and private ranges included. A {@link NetworkPolicy}: open() starts a host-side egress
+   * proxy for the session, and every one-shot, ready and kernel box (and each machine, with a proxy
+   * of its own) reaches the network only through it: allowed hosts only, header rules applied on the
+   * host, so a secret in `rules` never enters a box. A malformed policy throws `SandboxError` code
+   * `ERR_BAD_NETWORK_POLICY` (naming the entry) from the constructor. See docs/network.md.
    * @default false */
-  network?: boolean
+  network?: boolean | NetworkPolicy
+  /** With a policy `network`: called with every request through the session's proxy (and its
+   * machines' unless they pass their own), for audit logs. Never holds a header value; what it
+   * throws or rejects with is ignored; it never keeps Node alive. */
+  onRequest?: ((event: EgressEvent) => void) | null
   /**
    * Restrict runCode/run to a DOMAIN ALLOWLIST instead of all-or-nothing, e.g. ["pkgs.example.org",
    * "files.example.net"]. The box runs in an isolated network namespace and reaches the internet
    * only through kern's filtering proxy, which permits just these domains. Mutually exclusive with
-   * network:true; the setup box keeps full network to install deps, the allowlist governs the run phase.
+   * network:true and with a policy `network` (use its `allowOut`: ERR_INVALID_OPTION); the setup
+   * box keeps full network to install deps, the allowlist governs the run phase.
    */
   egressAllow?: string[]
   /** Extra host->box binds: { hostSrc: boxTarget } or { src: [target, "ro"] }. Sensitive sources refused. */
@@ -621,6 +672,13 @@ export interface MachineOptions {
   ports?: number[]
   /** Deadline for the machine to start, seconds. Default: the session's `timeoutS`. */
   timeoutS?: number
+  /** The machine's network, as the session's option: `false` none, `true` the host's (RELAXES
+   * ISOLATION), a {@link NetworkPolicy} a proxy of the machine's own. Default: the session's; a
+   * session policy gives the machine its own proxy with a copy, so `updateNetwork` on it changes
+   * no other box. Closed with the machine. */
+  network?: boolean | NetworkPolicy
+  /** Hears the machine's egress proxy. Default: the session's `onRequest`. */
+  onRequest?: ((event: EgressEvent) => void) | null
 }
 
 /** Options of `Machine.exec()`. */
@@ -766,6 +824,14 @@ export class Machine {
   readonly alive: boolean
   /** The working directory in the machine (the session's boxWorkspace). */
   readonly workdir: string
+  /** The machine's network: `false`, `true`, or its current policy (as given). */
+  readonly network: boolean | NetworkPolicy
+  /** Replaces a live machine's policy: new connections, and new requests on kept-alive or
+   * terminated ones, see it; nothing in the box restarts (an open tunnel carries on). Rejects with
+   * `ERR_BAD_NETWORK_POLICY` (nothing changes) for a bad policy, `ERR_NETWORK_FIXED` for a machine
+   * opened with `network: false` or `true` (open it with a policy object, e.g.
+   * `{ denyOut: ['0.0.0.0/0'] }` for "off for now"). */
+  updateNetwork(policy: NetworkPolicy): Promise<void>
   /** Runs to completion. A string runs through the image's `/bin/sh -c`; an array is an argv. */
   exec(command: string | string[], opts?: MachineExecOptions): Promise<ExecutionResult>
   /** Starts a process; resolves as soon as it runs. */

@@ -344,8 +344,11 @@ test('maxOutputBytes: positive; a huge cap never crashes', async () => {
 test('boolean options: network, enforceLimits, depsReadonly, trackFiles, requireLimits', async () => {
   const c = cases()
   for (const opt of ['network', 'enforceLimits', 'depsReadonly', 'trackFiles', 'requireLimits']) {
-    for (const [k, v] of Object.entries(NOT_BOOLEANS))
-      await c.refused(`${opt}: ${k}`, construct({ [opt]: v }), 'SandboxError', new RegExp(opt))
+    for (const [k, v] of Object.entries(NOT_BOOLEANS)) {
+      // An object is network's policy form (issue 37): `{}` is a valid, empty policy.
+      if (opt === 'network' && k === 'object') await c.accepted(`${opt}: ${k} (a policy)`, construct({ [opt]: v }))
+      else await c.refused(`${opt}: ${k}`, construct({ [opt]: v }), 'SandboxError', new RegExp(opt))
+    }
     await c.accepted(`${opt}: false`, construct({ [opt]: false }))
     await c.accepted(`${opt}: null`, construct({ [opt]: null }))
   }

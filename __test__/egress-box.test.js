@@ -5,8 +5,8 @@
 // HTTPS one with a certificate from a CA made here (only the CA's certificate goes to the box),
 // and a plain HTTP one. curl, Python (urllib) and Node reach them from a one-shot call, a kernel
 // and a machine; a direct connection does not; exit codes and faults are what they are without
-// egress. The attach is set through the internal test hook (KERN_SANDBOX_TEST_EGRESS_*): the
-// network policy sets it once merged.
+// egress. The attach is set through the internal test hook (KERN_SANDBOX_TEST_EGRESS_*), so the
+// box side is tested apart from the real proxy; __test__/network.test.js tests the public option.
 
 const test = require('node:test')
 const assert = require('node:assert/strict')

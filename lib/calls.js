@@ -15,6 +15,13 @@ function chunkSink(fn) {
   return (chunk) => deliver(fn, chunk)
 }
 
+/** Wraps an `onRequest` callback for the native side, as chunkSink does a chunk callback: what it
+ * throws or rejects with is ignored. */
+function eventSink(fn) {
+  if (fn == null) return undefined
+  return (event) => deliver(fn, event)
+}
+
 let nextCallId = 1
 
 /** One box or kernel call: its callbacks resolved against the session's (`session.onStdout`,
@@ -49,4 +56,4 @@ async function cancellable(signal, cancel, start) {
   }
 }
 
-module.exports = { chunkSink, nativeCall, cancellable }
+module.exports = { chunkSink, eventSink, nativeCall, cancellable }

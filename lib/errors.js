@@ -46,6 +46,7 @@ const CLASSES = {
   ERR_CONNECTION_REFUSED: SandboxError,
   ERR_MACHINE_GONE: SandboxError,
   ERR_BAD_NETWORK_POLICY: SandboxError,
+  ERR_NETWORK_FIXED: SandboxError,
   ERR_ABORTED: null,
 }
 

@@ -6,8 +6,17 @@
 const fs = require('node:fs')
 const path = require('node:path')
 const { SandboxError, coded, callNative } = require('./errors.js')
-const { optionsBag, checkCallback, checkSignal, bytesOf, viewBytes, checkPath, show } = require('./options.js')
-const { chunkSink, cancellable } = require('./calls.js')
+const {
+  optionsBag,
+  checkCallback,
+  checkSignal,
+  bytesOf,
+  viewBytes,
+  checkPath,
+  show,
+  isPolicy,
+} = require('./options.js')
+const { chunkSink, eventSink, cancellable } = require('./calls.js')
 const { finishResult, deliver } = require('./results.js')
 const { Kernel, kernelLanguage } = require('./kernel.js')
 
@@ -126,11 +135,26 @@ class Machine {
   #sandbox
   #cancel
   #closed = false
+  #network
 
-  constructor(native, sandbox, cancel) {
+  constructor(native, sandbox, cancel, network) {
     this.#native = native
     this.#sandbox = sandbox
     this.#cancel = cancel
+    this.#network = network
+  }
+
+  /** The machine's network as given: `false`, `true` or its current policy. */
+  get network() {
+    return this.#network
+  }
+
+  async updateNetwork(policy) {
+    if (!isPolicy(policy)) {
+      throw coded('ERR_BAD_NETWORK_POLICY', `network: expected a network policy object, got ${show(policy)}`)
+    }
+    callNative(() => this.#native.updateNetwork(policy))
+    this.#network = policy
   }
 
   get name() {
@@ -309,10 +333,13 @@ function entry(e) {
 /** Sandbox#machine(): the native side checks the options, starts the box and exposes the ports
  * asked for. */
 async function openMachine(sandbox, nativeSandbox, opts) {
-  const { image, ports, timeoutS } = optionsBag('machine', opts)
+  const { image, ports, timeoutS, network, onRequest } = optionsBag('machine', opts)
+  checkCallback('onRequest', onRequest)
   const agent = agentPath()
-  const native = await callNative(() => nativeSandbox.machine(agent, { image, ports, timeoutS }))
-  return new Machine(native, sandbox, (id) => nativeSandbox.cancel(id))
+  // Without its own, the native side gives it the session's onRequest.
+  const events = eventSink(onRequest)
+  const native = await callNative(() => nativeSandbox.machine(agent, { image, ports, timeoutS, network }, events))
+  return new Machine(native, sandbox, (id) => nativeSandbox.cancel(id), network ?? sandbox.network)
 }
 
 module.exports = { Machine, Process, openMachine, agentPath }

@@ -44,7 +44,7 @@ const OPTION_TYPES = {
   timeoutS: 'number',
   maxOutputBytes: 'number',
   prewarm: 'number',
-  network: 'boolean',
+  network: 'network',
   enforceLimits: 'boolean',
   depsReadonly: 'boolean',
   trackFiles: 'boolean',
@@ -64,7 +64,22 @@ function show(v) {
   return typeof v === 'object' ? 'an object' : String(v)
 }
 
+/** A network policy object as the native side reads it: a plain object (its entries are checked
+ * there, once). */
+function isPolicy(v) {
+  return typeof v === 'object' && v !== null && !Array.isArray(v)
+}
+
 function checkType(key, v, type) {
+  if (type === 'network') {
+    if (typeof v !== 'boolean' && !isPolicy(v)) {
+      throw coded(
+        'ERR_INVALID_OPTION',
+        `invalid option ${key}: expected a boolean or a network policy object, got ${show(v)}`,
+      )
+    }
+    return
+  }
   if (type !== 'string[]') {
     if (typeof v !== type)
       throw coded('ERR_INVALID_OPTION', `invalid option ${key}: expected a ${type}, got ${show(v)}`)
@@ -193,6 +208,7 @@ module.exports = {
   NULLABLE_CAPS,
   OPTION_TYPES,
   show,
+  isPolicy,
   nativeOptions,
   checkCallback,
   checkType,

@@ -9,6 +9,7 @@ const {
   EXPOSED,
   NULLABLE_CAPS,
   nativeOptions,
+  isPolicy,
   checkCallback,
   checkType,
   optionsBag,
@@ -17,10 +18,10 @@ const {
   checkPath,
   bytesOption,
 } = require('./options.js')
-const { chunkSink, nativeCall, cancellable } = require('./calls.js')
+const { chunkSink, eventSink, nativeCall, cancellable } = require('./calls.js')
 const { finishResult } = require('./results.js')
 const { Kernel, kernelLanguage, IPYTHON } = require('./kernel.js')
-const { openMachine } = require('./machine.js')
+const { openMachine, agentPath } = require('./machine.js')
 const { resolveLanguage } = require('./languages.js')
 const { prepareCell } = require('./jscell.js')
 const { diagnose, facts } = require('./host/diagnose.js')
@@ -44,8 +45,10 @@ class Sandbox {
     }
     checkCallback('onStdout', opts.onStdout)
     checkCallback('onStderr', opts.onStderr)
+    checkCallback('onRequest', opts.onRequest)
     this.onStdout = opts.onStdout ?? null
     this.onStderr = opts.onStderr ?? null
+    this.onRequest = opts.onRequest ?? null
     this.#native = callNative(() => new NativeSandbox(nativeOptions(opts)))
   }
 
@@ -57,9 +60,13 @@ class Sandbox {
     return this.#native.readyBoxes
   }
 
-  // `setup`'s output streams through the session's callbacks.
+  // `setup`'s output streams through the session's callbacks. A network policy's boxes need the
+  // agent (their relay to the session's egress proxy), found where a machine's is.
   async open() {
-    await callNative(() => this.#native.open(chunkSink(this.onStdout), chunkSink(this.onStderr)))
+    const agent = isPolicy(this.network) ? agentPath() : undefined
+    await callNative(() =>
+      this.#native.open(chunkSink(this.onStdout), chunkSink(this.onStderr), agent, eventSink(this.onRequest)),
+    )
     return this
   }
 

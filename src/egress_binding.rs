@@ -5,45 +5,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use napi::bindgen_prelude::PromiseRaw;
-use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
-use napi::{Env, Status};
+use napi::Env;
 use napi_derive::napi;
 
-use crate::egress::{EgressProxy, Event, EventSink, Limits, NetworkPolicy, Policy};
+use crate::egress::js::{event_sink, EgressEventFn};
+use crate::egress::{EgressProxy, Limits, NetworkPolicy, Policy};
 use crate::errors::{self, Error};
-use crate::output::QUEUE_DEPTH;
-
-/// One request through the proxy (no header values, ever).
-#[napi(object, object_from_js = false)]
-pub struct EgressEvent {
-    pub host: String,
-    pub port: u32,
-    pub method: String,
-    /// The request target of a plain HTTP or terminated request; absent for a tunnel.
-    pub path: Option<String>,
-    pub allowed: bool,
-    /// `tunnelled`, `terminated`, `forwarded`, or why it was refused or failed.
-    pub reason: String,
-    pub bytes: f64,
-}
-
-impl From<Event> for EgressEvent {
-    fn from(e: Event) -> Self {
-        EgressEvent {
-            host: e.host,
-            port: e.port as u32,
-            method: e.method,
-            path: e.path,
-            allowed: e.allowed,
-            reason: e.reason,
-            bytes: e.bytes as f64,
-        }
-    }
-}
-
-/// The audit callback: weak (never keeps Node alive), bounded; events past the queue are dropped.
-pub type EgressEventFn =
-    ThreadsafeFunction<EgressEvent, (), EgressEvent, Status, false, true, QUEUE_DEPTH>;
 
 /// A running egress proxy on a host Unix socket.
 #[napi]
@@ -66,15 +33,7 @@ impl NativeEgress {
             return Err(Error::InvalidOption("socketPath must be a file path".into()).into());
         }
         let policy = errors::guard(|| Policy::new(policy))?;
-        let events: Option<EventSink> = on_request.map(|f| {
-            let f = Arc::new(f);
-            Arc::new(move |ev: Event| {
-                f.call(
-                    EgressEvent::from(ev),
-                    ThreadsafeFunctionCallMode::NonBlocking,
-                );
-            }) as EventSink
-        });
+        let events = on_request.map(event_sink);
         let path = PathBuf::from(socket_path);
         crate::promise(env, async move {
             let inner = EgressProxy::start(&path, policy, events, Limits::default())?;

@@ -82,6 +82,8 @@ coded_errors! {
     MachineGone => "ERR_MACHINE_GONE",
     /// A network (egress) policy entry that is malformed; the message names the entry.
     BadNetworkPolicy => "ERR_BAD_NETWORK_POLICY",
+    /// The machine was opened with `network: false` or `true`: it has no policy to update.
+    NetworkFixed => "ERR_NETWORK_FIXED",
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -35,6 +35,7 @@ use napi::bindgen_prelude::{Buffer, Either, Object, PromiseRaw};
 use napi::Env;
 use napi_derive::napi;
 
+use egress::js::{event_sink, EgressEventFn};
 use errors::Error;
 use kernel::{CellOptions, Kernel};
 use lifecycle::outcome::Outcome;
@@ -215,12 +216,16 @@ impl NativeSandbox {
         self.inner.ready_boxes() as u32
     }
 
+    /// Opens the session. `agent`: the agent binary, which a network policy's boxes need (their
+    /// relay); `on_request` hears the session's egress proxy.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn open<'e>(
         &self,
         env: &'e Env,
         on_stdout: Option<ChunkFn>,
         on_stderr: Option<ChunkFn>,
+        agent: Option<String>,
+        on_request: Option<EgressEventFn>,
     ) -> napi::Result<PromiseRaw<'e, ()>> {
         let s = self.inner.clone();
         let sinks = CallOptions {
@@ -228,7 +233,11 @@ impl NativeSandbox {
             on_stderr,
             ..Default::default()
         };
-        promise(env, async move { s.open(sinks).await })
+        let net = session::OpenNet {
+            agent: agent.map(PathBuf::from),
+            events: on_request.map(event_sink),
+        };
+        promise(env, async move { s.open(sinks, net).await })
     }
 
     #[napi(ts_return_type = "Promise<void>")]

@@ -9,6 +9,7 @@ use napi::Env;
 use napi_derive::napi;
 use serde_json::{json, Value};
 
+use crate::egress::js::{event_sink, EgressEventFn};
 use crate::errors::{Error, Result};
 use crate::lifecycle::cancel::Cancel;
 use crate::machine::options::{
@@ -37,19 +38,28 @@ pub struct NativeSpawned {
 #[napi]
 impl NativeSandbox {
     /// Starts a machine on this session and exposes the ports asked for; resolves once its agent
-    /// answered and the ports are open.
+    /// answered and the ports are open. `on_request` hears its egress proxy (default: the
+    /// session's `onRequest`).
     #[napi(ts_return_type = "Promise<NativeMachine>")]
     pub fn machine<'e>(
         &self,
         env: &'e Env,
         agent: String,
         opts: MachineOptions<'e>,
+        on_request: Option<EgressEventFn>,
     ) -> napi::Result<PromiseRaw<'e, NativeMachine>> {
         let cfg = MachineConfig::from_options(opts)?;
         let s = self.inner.clone();
+        let events = on_request.map(event_sink);
         promise(env, async move {
             let inner = s
-                .open_machine(PathBuf::from(agent), cfg.image, cfg.timeout_s, None)
+                .open_machine(
+                    PathBuf::from(agent),
+                    cfg.image,
+                    cfg.timeout_s,
+                    cfg.network,
+                    events,
+                )
                 .await?;
             for &port in &cfg.ports {
                 if let Err(e) = inner.expose_port(port).await {
@@ -449,6 +459,17 @@ impl NativeMachine {
                 session: s,
             })
         })
+    }
+
+    /// Replaces the policy of the machine's egress proxy (`ERR_BAD_NETWORK_POLICY`: nothing
+    /// changes; `ERR_NETWORK_FIXED`: the machine has no proxy).
+    #[napi]
+    pub fn update_network(
+        &self,
+        #[napi(ts_arg_type = "NetworkPolicy")] policy: Unknown,
+    ) -> napi::Result<()> {
+        let policy = options::policy(policy)?;
+        Ok(self.inner.update_network(policy)?)
     }
 
     #[napi(ts_return_type = "Promise<void>")]

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use napi::bindgen_prelude::{Either, Null};
 use napi_derive::napi;
 
+use crate::egress::{NetworkPolicy, Policy};
 use crate::errors::{Error, Result};
 use crate::locate;
 use crate::workspace::check_source_not_sensitive;
@@ -111,8 +112,10 @@ pub struct SandboxOptions {
     pub pids: Option<Either<f64, Null>>,
     /// Per-call deadline in seconds; default 30.
     pub timeout_s: Option<f64>,
-    /// Share the host network with every box.
-    pub network: Option<bool>,
+    /// `true` shares the host network with every box; a policy object sends every box's traffic
+    /// through a host egress proxy the session starts at open().
+    #[napi(ts_type = "boolean | NetworkPolicy")]
+    pub network: Option<Either<bool, NetworkPolicy>>,
     /// Domain allowlist for run boxes (exclusive with `network`).
     pub egress_allow: Option<Vec<String>>,
     /// Extra binds, flattened by `lib/options.js` from the `{ src: target | [target, mode] }`
@@ -177,6 +180,8 @@ pub struct Config {
     pub pids: Option<u64>,
     pub timeout_s: f64,
     pub network: bool,
+    /// The checked `network` policy object: the session's proxy serves it.
+    pub policy: Option<Policy>,
     pub egress_allow: Vec<String>,
     pub mounts: Vec<Mount>,
     pub profiles: Vec<String>,
@@ -195,8 +200,8 @@ pub struct Config {
     pub box_workspace: String,
     /// How many ready boxes the session keeps (0: none).
     pub prewarm: usize,
-    /// The host egress proxy the session's boxes reach (setup boxes excepted), if any: set from the
-    /// network policy (and, for tests only, `lifecycle::egress::from_test_env`).
+    /// The internal test hook's attach (`egress::attach::from_test_env`), when no policy is given:
+    /// a policy's attach exists once open() has started the session's proxy.
     pub egress: Option<crate::egress::attach::EgressAttach>,
 }
 
@@ -205,7 +210,12 @@ impl Config {
     /// kern is looked up last, so a bad option is reported even where kern is missing.
     pub fn from_options(o: SandboxOptions) -> Result<Config> {
         let d = &DEFAULTS;
-        let (network, egress_allow) = check_network(o.network, o.egress_allow)?;
+        let (network, policy, egress_allow) = check_network(o.network, o.egress_allow)?;
+        // The test hook only where no policy asks for a proxy of the session's own.
+        let egress = match policy {
+            Some(_) => None,
+            None => crate::egress::attach::from_test_env()?,
+        };
         let box_workspace = o
             .box_workspace
             .map_or(Ok(d.box_workspace.into()), check_box_workspace)?;
@@ -218,6 +228,7 @@ impl Config {
             pids: whole_cap(o.pids, d.pids, "pids", 1 << 22)?,
             timeout_s: o.timeout_s.map_or(Ok(d.timeout_s), check_timeout)?,
             network,
+            policy,
             egress_allow,
             mounts: check_mounts(o.mounts)?,
             profiles: each(o.profiles, check_profile)?,
@@ -235,7 +246,7 @@ impl Config {
             apparmor: o.apparmor.map(check_apparmor).transpose()?,
             box_workspace,
             prewarm: check_prewarm(o.prewarm)?,
-            egress: crate::egress::attach::from_test_env()?,
+            egress,
             kern: locate::find_kern()?,
         })
     }
@@ -336,12 +347,27 @@ fn check_max_output(n: Option<f64>) -> Result<usize> {
     }
 }
 
-/// `egressAllow` restricts run boxes to an allowlist, `network: true` opens the host network.
+/// `egressAllow` restricts run boxes to an allowlist, `network: true` opens the host network, a
+/// policy object (checked here, once) sends every box through the session's egress proxy.
 fn check_network(
-    network: Option<bool>,
+    network: Option<Either<bool, NetworkPolicy>>,
     egress: Option<Vec<String>>,
-) -> Result<(bool, Vec<String>)> {
-    let network = network.unwrap_or(DEFAULTS.network);
+) -> Result<(bool, Option<Policy>, Vec<String>)> {
+    let network = match network {
+        None => DEFAULTS.network,
+        Some(Either::A(on)) => on,
+        Some(Either::B(policy)) => {
+            let policy = Policy::new(policy)?;
+            if egress.is_some() {
+                return Err(Error::InvalidOption(
+                    "egressAllow and a network policy are mutually exclusive: put the names in \
+                     the policy's allowOut instead"
+                        .into(),
+                ));
+            }
+            return Ok((false, Some(policy), Vec::new()));
+        }
+    };
     let egress = each(egress, check_domain)?;
     if network && !egress.is_empty() {
         return Err(Error::InvalidOption(
@@ -350,7 +376,7 @@ fn check_network(
                 .into(),
         ));
     }
-    Ok((network, egress))
+    Ok((network, None, egress))
 }
 
 fn check_mounts(mounts: Option<Vec<MountInput>>) -> Result<Vec<Mount>> {
@@ -729,6 +755,34 @@ mod tests {
             let e = check_capability(bad.into()).unwrap_err().to_string();
             assert!(e.starts_with("invalid option capDrop: "), "{e}");
         }
+    }
+
+    #[test]
+    fn network_is_a_boolean_or_a_checked_policy() {
+        let policy = |allow: serde_json::Value| {
+            Some(Either::B(NetworkPolicy {
+                allow_out: Some(allow),
+                ..Default::default()
+            }))
+        };
+        let (on, p, allow) = check_network(policy(serde_json::json!(["api.test"])), None).unwrap();
+        assert!(!on && p.is_some() && allow.is_empty());
+        let e = check_network(policy(serde_json::json!(["a.*.com"])), None).unwrap_err();
+        assert_eq!(e.code(), "ERR_BAD_NETWORK_POLICY");
+        assert!(e.to_string().starts_with("network.allowOut[0]: "), "{e}");
+        let e = check_network(
+            policy(serde_json::json!(["a.test"])),
+            Some(vec!["a.test".into()]),
+        )
+        .unwrap_err();
+        assert_eq!(e.code(), "ERR_INVALID_OPTION");
+        // The boolean forms as before.
+        assert!(matches!(check_network(None, None), Ok((false, None, _))));
+        assert!(matches!(
+            check_network(Some(Either::A(true)), None),
+            Ok((true, None, _))
+        ));
+        assert!(check_network(Some(Either::A(true)), Some(vec!["a.test".into()])).is_err());
     }
 
     #[test]

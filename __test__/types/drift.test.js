@@ -146,7 +146,7 @@ test('SandboxOptions declares exactly the options the Sandbox constructor reads'
     'lib/options.js no longer has `const OPTION_TYPES = {...}`: update this test to read the option list from where it now lives',
   )
   const plain = [...m[1].matchAll(/(\w+):\s*'/g)].map((x) => x[1])
-  const shaped = ['mounts', 'env', 'onStdout', 'onStderr']
+  const shaped = ['mounts', 'env', 'onStdout', 'onStderr', 'onRequest']
   for (const k of shaped) assert.ok(new RegExp(`opts\\.${k}\\b`).test(js), `index.js no longer reads opts.${k}`)
   assert.deepEqual(declaredInterface('SandboxOptions').sort(), [...plain, ...shaped].sort())
 })

@@ -1,8 +1,10 @@
 //! What a box needs to reach an egress proxy: the proxy's side of the box attachment (the box
 //! side, binds, env and relay argv, is lifecycle/egress.rs).
 
-use std::path::PathBuf;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
 
+use super::{EgressProxy, EventSink, Limits, Policy};
 use crate::errors::{Error, Result};
 
 /// A box attached to a host egress proxy: what the policy owner (the session, or a machine with a
@@ -20,7 +22,7 @@ pub struct EgressAttach {
 /// The internal test hook: `KERN_SANDBOX_TEST_EGRESS_SOCK` (a proxy socket) and
 /// `KERN_SANDBOX_TEST_EGRESS_CA` (a PEM certificate file), read when a Sandbox is constructed,
 /// attach its boxes to that socket, with the agent at `KERN_SANDBOX_AGENT`. Undocumented on
-/// purpose: the egress policy sets the attach once it is merged.
+/// purpose: the public way is a network policy, which starts an [`OwnedProxy`].
 pub fn from_test_env() -> Result<Option<EgressAttach>> {
     let Some(sock) = std::env::var_os("KERN_SANDBOX_TEST_EGRESS_SOCK").filter(|s| !s.is_empty())
     else {
@@ -40,4 +42,63 @@ pub fn from_test_env() -> Result<Option<EgressAttach>> {
         ca_pem,
         agent,
     }))
+}
+
+/// A proxy started by its owner (a session, or a machine with a policy of its own) in a 0700
+/// directory of its own, which goes with it.
+pub struct OwnedProxy {
+    proxy: EgressProxy,
+    dir: PathBuf,
+}
+
+impl OwnedProxy {
+    /// Creates `dir` (0700; it must not exist), serves `policy` on `dir/sock` on the current
+    /// tokio runtime, and returns the attach its boxes get (`agent` relays in one-shot and kernel
+    /// boxes).
+    pub fn start(
+        dir: &Path,
+        policy: Policy,
+        events: Option<EventSink>,
+        agent: PathBuf,
+    ) -> Result<(OwnedProxy, EgressAttach)> {
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+        let sock = dir.join("sock");
+        let proxy = match EgressProxy::start(&sock, policy, events, Limits::default()) {
+            Ok(p) => p,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(dir);
+                return Err(e);
+            }
+        };
+        let attach = EgressAttach {
+            sock,
+            ca_pem: proxy.ca_pem().to_string(),
+            agent,
+        };
+        let owned = OwnedProxy {
+            proxy,
+            dir: dir.to_path_buf(),
+        };
+        Ok((owned, attach))
+    }
+
+    /// Replaces the policy for requests that start from now on.
+    pub fn update(&self, policy: Policy) {
+        self.proxy.update(policy);
+    }
+
+    /// Stops the proxy (every connection ends) and removes its directory; resolves once done.
+    pub async fn close(&self) {
+        self.proxy.close().await;
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Drop for OwnedProxy {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }

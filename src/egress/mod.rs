@@ -37,6 +37,7 @@ mod addr;
 pub mod attach;
 mod ca;
 mod http;
+pub mod js;
 mod policy;
 mod proxy;
 mod resolve;

@@ -138,7 +138,7 @@ impl fmt::Debug for Headers {
 }
 
 /// A validated policy. Cheap to share; the proxy swaps a whole one on update.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Policy {
     /// None: every address not refused by class or denyOut.
     allow: Option<Vec<Allow>>,

@@ -183,6 +183,7 @@ mod tests {
             pids: Some(256),
             timeout_s: 30.0,
             network: false,
+            policy: None,
             egress_allow: vec![],
             mounts: vec![],
             profiles: vec![],

@@ -18,6 +18,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use tokio::net::UnixListener;
 
+use crate::egress::attach::OwnedProxy;
+use crate::egress::Policy;
 use crate::errors::{Error, Result};
 use crate::lifecycle::cancel::{Cancel, StopReason};
 use crate::lifecycle::outcome::Outcome;
@@ -90,6 +92,8 @@ pub struct Machine {
     /// Fired on close: port listeners and relays stop.
     stop: Arc<Cancel>,
     cpu_sample: Mutex<Option<(Instant, u64)>>,
+    /// The machine's own egress proxy (its network is a policy), closed with it.
+    egress: Mutex<Option<Arc<OwnedProxy>>>,
 }
 
 impl Machine {
@@ -169,6 +173,7 @@ impl Machine {
             closing: Default::default(),
             stop: Default::default(),
             cpu_sample: Mutex::new(None),
+            egress: Mutex::new(None),
         });
         reader::spawn(reader::Routes {
             rd,
@@ -504,6 +509,35 @@ impl Machine {
             .unwrap_or_else(|p| p.into_inner())
             .machine_gone(None);
         let _ = std::fs::remove_dir_all(&self.ctl_dir);
+        let egress = self.egress.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(p) = egress {
+            p.close().await;
+        }
+    }
+
+    /// Hands the machine the proxy its box reaches, to close with it.
+    pub fn keep_egress(&self, proxy: OwnedProxy) {
+        *self.egress.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(proxy));
+    }
+
+    /// Replaces the policy of the machine's own proxy: requests that start from now on see it,
+    /// and nothing in the box restarts.
+    pub fn update_network(&self, policy: Policy) -> Result<()> {
+        if self.closing.load(Ordering::Acquire) || !self.alive() {
+            return Err(Error::MachineGone("the machine is closed".into()));
+        }
+        match &*self.egress.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some(p) => {
+                p.update(policy);
+                Ok(())
+            }
+            None => Err(Error::NetworkFixed(
+                "this machine's network is fixed (it was opened with network: false or true, so \
+                 no egress proxy serves it); open it with a policy object to update it later, e.g. \
+                 { denyOut: ['0.0.0.0/0'] } for \"off for now\""
+                    .into(),
+            )),
+        }
     }
 }
 

@@ -7,11 +7,12 @@
 
 use std::collections::HashMap;
 
-use napi::bindgen_prelude::Unknown;
+use napi::bindgen_prelude::{FromNapiValue, Unknown};
 use napi::JsValue;
 use napi_derive::napi;
 
 use super::Stdin;
+use crate::egress::{NetworkPolicy, Policy};
 use crate::errors::Error;
 use crate::options::js::{self, given};
 use crate::options::{check_image, check_timeout};
@@ -30,6 +31,19 @@ pub struct MachineOptions<'a> {
     /// How long the machine may take to start, in seconds; default the Sandbox's timeoutS.
     #[napi(ts_type = "number | null")]
     pub timeout_s: Option<Unknown<'a>>,
+    /// `false`, `true` or a network policy; default the Sandbox's `network`.
+    #[napi(ts_type = "boolean | NetworkPolicy | null")]
+    pub network: Option<Unknown<'a>>,
+}
+
+/// A machine's own `network`.
+pub enum Network {
+    /// No network at all.
+    Off,
+    /// The host's network, as a Sandbox's `network: true`.
+    Host,
+    /// A proxy of the machine's own serves this policy.
+    Policy(Policy),
 }
 
 /// A validated `sbx.machine()` call.
@@ -37,6 +51,8 @@ pub struct MachineConfig {
     pub image: Option<String>,
     pub ports: Vec<u16>,
     pub timeout_s: Option<f64>,
+    /// None: the Sandbox's.
+    pub network: Option<Network>,
 }
 
 impl MachineConfig {
@@ -65,8 +81,32 @@ impl MachineConfig {
             image,
             ports,
             timeout_s: timeout(o.timeout_s)?,
+            network: network(o.network)?,
         })
     }
+}
+
+/// `network`: a boolean, or a policy object (checked: `ERR_BAD_NETWORK_POLICY` names the entry).
+fn network(v: Option<Unknown>) -> Result<Option<Network>> {
+    let Some(v) = given(v)? else {
+        return Ok(None);
+    };
+    if let Some(on) = js::boolean(&v)? {
+        return Ok(Some(if on { Network::Host } else { Network::Off }));
+    }
+    if js::object(&v)?.is_some() && !v.is_array()? {
+        return Ok(Some(Network::Policy(policy(v)?)));
+    }
+    Err(refused(format!(
+        "network must be a boolean or a network policy object, got {}",
+        js::show(&v)?
+    )))
+}
+
+/// A policy object as JS gave it, checked once.
+pub fn policy(v: Unknown) -> Result<Policy> {
+    let input = NetworkPolicy::from_unknown(v)?;
+    Ok(Policy::new(input)?)
 }
 
 /// exec's and spawn's options as lib/machine.js passes them (each reads what applies to it).

@@ -6,24 +6,30 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{box_name, random_hex, Session, KERNEL_BACKSTOP_S, KERNEL_MAX_STARTUP_S};
+use super::{box_name, random_hex, Opened, Session, KERNEL_BACKSTOP_S, KERNEL_MAX_STARTUP_S};
+use crate::egress::attach::OwnedProxy;
+use crate::egress::EventSink;
 use crate::errors::{Error, Result};
 use crate::lifecycle::argv::{self, MachineBox};
 use crate::lifecycle::egress::{check_bind_source, EgressAttach};
+use crate::machine::options::Network;
 use crate::machine::{self, Launch, Machine, AGENT_IN_BOX, CTL_IN_BOX};
+use crate::options::Config;
 
 /// A machine gets at least this long to come up (an image unpacked for the first time).
 const MACHINE_MIN_STARTUP_S: f64 = 30.0;
 
 impl Session {
-    /// `egress`: the proxy this machine's box reaches; `None` takes the session's (`cfg.egress`),
-    /// `Some(None)` none (a machine whose own policy replaces the session's).
+    /// `network`: the machine's own setting, `None` for the session's. A policy (its own, or a
+    /// copy of the session's) is served by a proxy of the machine's own, which `events` hears
+    /// (`None`: the session's `onRequest`) and which closes with the machine.
     pub async fn open_machine(
         self: &Arc<Self>,
         agent: PathBuf,
         image: Option<String>,
         timeout_s: Option<f64>,
-        egress: Option<Option<EgressAttach>>,
+        network: Option<Network>,
+        events: Option<EventSink>,
     ) -> Result<Arc<Machine>> {
         self.check_env()?;
         check_bind_source(&agent, "the machine agent")?;
@@ -35,7 +41,67 @@ impl Session {
         }
         let opened = self.opened()?;
         let name = box_name();
-        let ctl = opened.private.join(format!("machine-{}", random_hex(6)));
+        let id = random_hex(6);
+        // What the machine's box gets: an attach (a proxy's, the test hook's) or kern's network
+        // flags, as a session's `network` would set them.
+        let (policy, attach, cfg) = match network {
+            None => match &self.cfg.policy {
+                Some(p) => (Some(p.clone()), None, None),
+                None => (None, self.cfg.egress.clone(), None),
+            },
+            Some(Network::Policy(p)) => (Some(p), None, None),
+            Some(Network::Off) => (None, None, Some(false)),
+            Some(Network::Host) => (None, None, Some(true)),
+        };
+        let cfg = match cfg {
+            Some(on) => Config {
+                network: on,
+                egress_allow: Vec::new(),
+                ..self.cfg.clone()
+            },
+            None => self.cfg.clone(),
+        };
+        let (proxy, attach) = match policy {
+            Some(p) => {
+                let dir = opened.private.join(format!("proxy-{id}"));
+                let events = events.or_else(|| opened.events.clone());
+                let (proxy, a) = OwnedProxy::start(&dir, p, events, agent.clone())?;
+                (Some(proxy), Some(a))
+            }
+            None => (None, attach),
+        };
+        match self
+            .start_machine(&opened, name, &id, agent, image, timeout_s, attach, &cfg)
+            .await
+        {
+            Ok(m) => {
+                if let Some(p) = proxy {
+                    m.keep_egress(p);
+                }
+                self.adopt_machine(m).await
+            }
+            Err(e) => {
+                if let Some(p) = proxy {
+                    p.close().await;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn start_machine(
+        self: &Arc<Self>,
+        opened: &Opened,
+        name: String,
+        id: &str,
+        agent: PathBuf,
+        image: Option<String>,
+        timeout_s: Option<f64>,
+        attach: Option<EgressAttach>,
+        cfg: &Config,
+    ) -> Result<Arc<Machine>> {
+        let ctl = opened.private.join(format!("machine-{id}"));
         std::fs::DirBuilder::new()
             .mode(0o700)
             .create(&ctl)
@@ -43,7 +109,7 @@ impl Session {
         check_bind_source(&ctl, "the machine's control directory")?;
         // In the control directory, which is removed with the machine; only `sock` of it is the
         // agent's business, but the box sees the whole directory, read-only.
-        let egress = match egress.unwrap_or_else(|| self.cfg.egress.clone()) {
+        let egress = match attach {
             Some(a) => match a.prepare(&ctl.join("egress")) {
                 Ok(e) => Some(e),
                 Err(e) => {
@@ -57,7 +123,7 @@ impl Session {
             .map_err(|e| Error::io("cannot listen for the machine's agent", e))?;
         let socket_in_box = format!("{CTL_IN_BOX}/sock");
         let command = [AGENT_IN_BOX.to_string(), socket_in_box];
-        let mut spec = self.box_spec(&opened, &name, &command, false, KERNEL_BACKSTOP_S);
+        let mut spec = self.box_spec(opened, &name, &command, false, KERNEL_BACKSTOP_S);
         spec.machine = Some(MachineBox {
             agent: &agent,
             agent_at: AGENT_IN_BOX,
@@ -65,7 +131,7 @@ impl Session {
             ctl_at: CTL_IN_BOX,
         });
         spec.egress = egress.as_ref();
-        let args = argv::box_argv_with_image(&self.cfg, image, &spec);
+        let args = argv::box_argv_with_image(cfg, image, &spec);
         let startup = timeout_s
             .unwrap_or(self.cfg.timeout_s)
             .clamp(MACHINE_MIN_STARTUP_S, KERNEL_MAX_STARTUP_S);
@@ -87,13 +153,14 @@ impl Session {
         )
         .await;
         drop(starting);
-        let m = match started {
-            Ok(m) => m,
-            Err(e) => {
-                let _ = std::fs::remove_dir_all(&ctl);
-                return Err(e);
-            }
-        };
+        if started.is_err() {
+            let _ = std::fs::remove_dir_all(&ctl);
+        }
+        started
+    }
+
+    /// Registers a started machine to be closed with the session.
+    async fn adopt_machine(&self, m: Arc<Machine>) -> Result<Arc<Machine>> {
         {
             let mut ms = self.machines.lock().unwrap_or_else(|p| p.into_inner());
             ms.retain(|m| m.strong_count() > 0);

@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use crate::egress::attach::OwnedProxy;
+use crate::egress::EventSink;
 use crate::errors::{Error, Result};
 use crate::kernel::language::{Driver, Language};
 use crate::kernel::rich::{self, CellFiles};
@@ -51,8 +53,20 @@ pub struct Opened {
     files: Mutex<Option<LiveIndex>>,
     /// Boxes started ahead of calls (`prewarm` > 0).
     pool: Option<Arc<Pool>>,
-    /// The session's boxes' egress files (`cfg.egress`), in `private`.
+    /// The session's boxes' egress files (its own proxy's, or `cfg.egress`'s), in `private`.
     egress: Option<EgressBox>,
+    /// The session's egress proxy (`network` is a policy), closed with it.
+    proxy: Option<OwnedProxy>,
+    /// The session's `onRequest`: its proxy's, and a machine's unless it has its own.
+    events: Option<EventSink>,
+}
+
+/// What open() needs for a network policy: the agent (the relay in one-shot and kernel boxes) and
+/// the `onRequest` sink.
+#[derive(Default)]
+pub struct OpenNet {
+    pub agent: Option<PathBuf>,
+    pub events: Option<EventSink>,
 }
 
 /// What a box call is, for the ready boxes.
@@ -166,13 +180,13 @@ impl Session {
             .map_or(0, |p| p.ready_count())
     }
 
-    pub async fn open(self: &Arc<Self>, sinks: CallOptions) -> Result<()> {
+    pub async fn open(self: &Arc<Self>, sinks: CallOptions, net: OpenNet) -> Result<()> {
         let _g = self.lifecycle.lock().await;
         if self.is_open() {
             return Ok(());
         }
         let me = self.clone();
-        let opened = blocking(move || me.prepare()).await?;
+        let opened = blocking(move || me.prepare(net)).await?;
         *self.state.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(opened));
         if let Some(setup) = self.cfg.setup.clone() {
             if let Err(e) = self.run_setup(&setup, sinks).await {
@@ -183,8 +197,9 @@ impl Session {
         Ok(())
     }
 
-    /// Creates the private directory and resolves (or creates) the workspace.
-    fn prepare(&self) -> Result<Opened> {
+    /// Creates the private directory, resolves (or creates) the workspace and starts the egress
+    /// proxy of a network policy (on the runtime this blocking thread belongs to).
+    fn prepare(&self, net: OpenNet) -> Result<Opened> {
         let tmp = std::env::temp_dir();
         cleanup::reclaim_stale(&tmp);
         let private = tmp.join(format!(
@@ -216,16 +231,32 @@ impl Session {
             Ok(body) => write_private(&env_file, body.as_bytes()).map(|()| w),
             Err(_) => Ok(w),
         });
-        let ready = ws.and_then(|w| match &self.cfg.egress {
-            Some(a) => a.prepare(&private.join("egress")).map(|e| (w, Some(e))),
-            None => Ok((w, None)),
+        let started = ws.and_then(|w| match &self.cfg.policy {
+            Some(policy) => {
+                let agent = net.agent.clone().ok_or_else(|| {
+                    Error::sandbox("a network policy needs the kern-sandbox-agent binary")
+                })?;
+                let dir = private.join("proxy");
+                let (proxy, attach) =
+                    OwnedProxy::start(&dir, policy.clone(), net.events.clone(), agent)?;
+                Ok((w, Some(proxy), Some(attach)))
+            }
+            None => Ok((w, None, self.cfg.egress.clone())),
+        });
+        let ready = started.and_then(|(w, proxy, attach)| match attach {
+            Some(a) => a
+                .prepare(&private.join("egress"))
+                .map(|e| (w, proxy, Some(e))),
+            None => Ok((w, proxy, None)),
         });
         match ready {
-            Ok((ws, egress)) => Ok(Opened {
+            Ok((ws, proxy, egress)) => Ok(Opened {
                 ws,
                 private,
                 env_file,
                 egress,
+                proxy,
+                events: net.events,
                 files: Mutex::new(None),
                 pool: (self.cfg.prewarm > 0).then(|| {
                     let recipe = pool::Recipe {
@@ -266,6 +297,9 @@ impl Session {
         if let Some(pool) = opened.as_ref().and_then(|o| o.pool.clone()) {
             pool.close().await;
             crate::output::trim::trim();
+        }
+        if let Some(proxy) = opened.as_ref().and_then(|o| o.proxy.as_ref()) {
+            proxy.close().await;
         }
         if let Some(o) = opened {
             let _ = blocking(move || {
@@ -448,8 +482,10 @@ impl Session {
             }
             // The driver tells `%pip` without a network apart, to say so instead of hanging. The
             // marker stays last.
-            let net =
-                self.cfg.network || !self.cfg.egress_allow.is_empty() || self.cfg.egress.is_some();
+            let net = self.cfg.network
+                || !self.cfg.egress_allow.is_empty()
+                || self.cfg.egress.is_some()
+                || self.cfg.policy.is_some();
             let mode = if net {
                 "ipython:net"
             } else {
