@@ -9,14 +9,13 @@
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
-const fs = require('node:fs')
-const path = require('node:path')
 const https = require('node:https')
 const cp = require('node:child_process')
 const { tmpDir } = require('./helpers.js')
 const { Sandbox, InvalidArgumentError } = require('../lib/e2b/entry.js')
 const { toPolicy, networkInfo } = require('../lib/e2b/network.js')
 const { Machine } = require('../lib/machine.js')
+const { makeCerts } = require('./certs')
 
 const SECRET = 'Bearer e2b-s3cret-value'
 const NO_POLICIES =
@@ -68,27 +67,11 @@ test("E2B's network options as the policy: allowInternetAccess, allTraffic, call
   assert.deepEqual(networkInfo(undefined, toPolicy(undefined, false)), { denyOut: all })
 })
 
-/** A CA and a certificate for api.test and other.test, in `dir`. */
-function makeCerts(dir) {
-  const ssl = (...args) => cp.execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' })
-  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes']
-  ssl('req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=e2b network test CA')
-  ssl('req', ...ec, '-keyout', 'leaf.key', '-out', 'leaf.csr', '-subj', '/CN=api.test')
-  fs.writeFileSync(
-    path.join(dir, 'leaf.ext'),
-    'subjectAltName=DNS:api.test,DNS:other.test\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n',
-  )
-  const leaf = ['-in', 'leaf.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2']
-  ssl('x509', '-req', ...leaf, '-out', 'leaf.pem', '-extfile', 'leaf.ext')
-  const read = (f) => fs.readFileSync(path.join(dir, f), 'utf8')
-  return { ca: read('ca.pem'), key: read('leaf.key'), cert: read('leaf.pem') }
-}
-
 test(
   'Sandbox.create({ network }): the rule header reaches the server, other hosts get 403, updateNetwork flips, no secret in the sandbox',
   { skip: NO_POLICIES },
   async (t) => {
-    const certs = makeCerts(tmpDir('e2b-net-'))
+    const certs = makeCerts(tmpDir('e2b-net-'), ['api.test', 'other.test'])
     const server = https.createServer({ key: certs.key, cert: certs.cert }, (req, res) =>
       res.end(`${req.headers.host.split(':')[0]} auth=${req.headers.authorization ?? '-'}`),
     )

@@ -10,52 +10,23 @@
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
-const fs = require('node:fs')
 const path = require('node:path')
 const net = require('node:net')
 const http = require('node:http')
 const https = require('node:https')
-const cp = require('node:child_process')
 const { kern, repo, tmpDir, openKernel, openMachine } = require('./helpers.js')
+const { makeCerts } = require('./certs')
 
 const PROXY_URL = 'http://127.0.0.1:3128'
 const BUNDLE = '/dev/shm/kern-sandbox-ca-bundle.pem'
 const CA_IN_BOX = '/.kern-sandbox/egress-ca.pem'
-
-/** A CA and a leaf certificate for api.test signed by it. */
-function makeCerts(dir) {
-  const ssl = (...args) => cp.execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' })
-  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes']
-  ssl(
-    'req',
-    '-x509',
-    ...ec,
-    '-keyout',
-    'ca.key',
-    '-out',
-    'ca.pem',
-    '-days',
-    '2',
-    '-subj',
-    '/CN=kern-sandbox egress test CA',
-  )
-  ssl('req', ...ec, '-keyout', 'leaf.key', '-out', 'leaf.csr', '-subj', '/CN=api.test')
-  fs.writeFileSync(
-    path.join(dir, 'leaf.ext'),
-    'subjectAltName=DNS:api.test\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n',
-  )
-  const leaf = ['-in', 'leaf.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2']
-  ssl('x509', '-req', ...leaf, '-out', 'leaf.pem', '-extfile', 'leaf.ext')
-  const read = (f) => fs.readFileSync(path.join(dir, f), 'utf8')
-  return { ca: read('ca.pem'), caFile: path.join(dir, 'ca.pem'), key: read('leaf.key'), cert: read('leaf.pem') }
-}
 
 const listen = (server, ...at) => new Promise((resolve) => server.listen(...at, () => resolve(server)))
 
 /** The loopback servers and the test proxy in front of them, for the whole file. */
 async function startWorld() {
   const dir = tmpDir('egress-box-')
-  const certs = makeCerts(dir)
+  const certs = makeCerts(dir, ['api.test'])
   const reply = (req, res) => res.end(`ok ${req.url} via=${req.headers['x-test-proxy'] ?? '-'}`)
   const tlsServer = await listen(https.createServer({ key: certs.key, cert: certs.cert }, reply), 0, '127.0.0.1')
   const plainServer = await listen(http.createServer(reply), 0, '127.0.0.1')

@@ -16,60 +16,10 @@ const cp = require('node:child_process')
 
 const native = require('../lib/native.js')
 const { callNative, SandboxError } = require('../lib/errors.js')
+const { makeCerts } = require('./certs')
 
 const SECRET = 'Bearer s3cret-egress-value'
 const NO_OPENSSL = cp.spawnSync('openssl', ['version']).status === 0 ? false : 'the openssl CLI is not installed'
-
-function openssl(dir, args) {
-  const r = cp.spawnSync('openssl', args, { cwd: dir, encoding: 'utf8' })
-  if (r.status !== 0) throw new Error(`openssl ${args.join(' ')}: ${r.stderr}`)
-}
-
-/** A CA and a server certificate for api.test and plain.test, in `dir`. */
-function makeCerts(dir) {
-  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes']
-  openssl(dir, [
-    'req',
-    '-x509',
-    ...ec,
-    '-keyout',
-    'ca.key',
-    '-out',
-    'ca.pem',
-    '-days',
-    '2',
-    '-subj',
-    '/CN=egress test CA',
-    '-addext',
-    'basicConstraints=critical,CA:TRUE',
-    '-addext',
-    'keyUsage=critical,keyCertSign,cRLSign',
-  ])
-  openssl(dir, ['req', ...ec, '-keyout', 'srv.key', '-out', 'srv.csr', '-subj', '/CN=api.test'])
-  fs.writeFileSync(
-    path.join(dir, 'ext.cnf'),
-    'subjectAltName=DNS:api.test,DNS:plain.test\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n',
-  )
-  openssl(dir, [
-    'x509',
-    '-req',
-    '-in',
-    'srv.csr',
-    '-CA',
-    'ca.pem',
-    '-CAkey',
-    'ca.key',
-    '-CAcreateserial',
-    '-out',
-    'srv.pem',
-    '-days',
-    '2',
-    '-extfile',
-    'ext.cnf',
-  ])
-  const read = (f) => fs.readFileSync(path.join(dir, f), 'utf8')
-  return { ca: read('ca.pem'), key: read('srv.key'), cert: read('srv.pem') }
-}
 
 /** Answers every request with what it saw: method, url, headers, body length. */
 function echo(req, res) {
@@ -167,7 +117,7 @@ function start(sock, policy, onRequest) {
 test('egress proxy: rules, tunnels, refusals, updates, events, close', { skip: NO_OPENSSL }, async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kst-egress-'))
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }))
-  const certs = makeCerts(dir)
+  const certs = makeCerts(dir, ['api.test', 'plain.test'])
   const httpsServer = https.createServer({ key: certs.key, cert: certs.cert }, echo)
   const httpServer = http.createServer(echo)
   const httpsPort = await listen(httpsServer)
@@ -205,7 +155,7 @@ test('egress proxy: rules, tunnels, refusals, updates, events, close', { skip: N
   const tunnelled = await httpsVia(sock, 'plain.test', httpsPort, certs.ca)
   assert.equal(tunnelled.status, 200)
   assert.equal(JSON.parse(tunnelled.body).headers.authorization, undefined)
-  assert.equal(tunnelled.issuer, 'egress test CA')
+  assert.equal(tunnelled.issuer, 'kern-sandbox test CA')
   // The proxy's CA does not stand in for a tunnelled host.
   await assert.rejects(httpsVia(sock, 'plain.test', httpsPort, proxy.caPem))
 

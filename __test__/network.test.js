@@ -10,53 +10,17 @@ const fs = require('node:fs')
 const path = require('node:path')
 const http = require('node:http')
 const https = require('node:https')
-const cp = require('node:child_process')
 const { kern, tmpDir, openKernel, openMachine } = require('./helpers.js')
+const { makeCerts } = require('./certs')
 
 const SECRET = 'Bearer wire-s3cret-7f3a9c'
 const SECRET_PART = 'wire-s3cret-7f3a9c'
-
-function openssl(dir, args) {
-  const r = cp.spawnSync('openssl', args, { cwd: dir, encoding: 'utf8' })
-  if (r.status !== 0) throw new Error(`openssl ${args.join(' ')}: ${r.stderr}`)
-}
-
-/** A CA and a server certificate for api.test, in `dir`. */
-function makeCerts(dir) {
-  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes']
-  openssl(dir, [
-    'req',
-    '-x509',
-    ...ec,
-    '-keyout',
-    'ca.key',
-    '-out',
-    'ca.pem',
-    '-days',
-    '2',
-    '-subj',
-    '/CN=network test CA',
-    '-addext',
-    'basicConstraints=critical,CA:TRUE',
-    '-addext',
-    'keyUsage=critical,keyCertSign,cRLSign',
-  ])
-  openssl(dir, ['req', ...ec, '-keyout', 'srv.key', '-out', 'srv.csr', '-subj', '/CN=api.test'])
-  fs.writeFileSync(
-    path.join(dir, 'ext.cnf'),
-    'subjectAltName=DNS:api.test\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n',
-  )
-  const sign = ['-in', 'srv.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2']
-  openssl(dir, ['x509', '-req', ...sign, '-out', 'srv.pem', '-extfile', 'ext.cnf'])
-  const read = (f) => fs.readFileSync(path.join(dir, f), 'utf8')
-  return { ca: read('ca.pem'), key: read('srv.key'), cert: read('srv.pem') }
-}
 
 const listen = (server) => new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)))
 
 let world
 test.before(async () => {
-  const certs = makeCerts(tmpDir('network-'))
+  const certs = makeCerts(tmpDir('network-'), ['api.test'])
   const seen = []
   // The reply says whether the secret arrived, never the secret itself.
   const reply = (req, res) => {

@@ -13,7 +13,7 @@ const http = require('http')
 const https = require('https')
 const { spawn } = require('child_process')
 const { now } = require('../lib/probe')
-const { opensslMissing, makeCerts } = require('../lib/certs')
+const { opensslMissing, makeCerts } = require('../../__test__/certs')
 
 const MiB = 1024 * 1024
 const TUNNEL = 'tunnel.test'
