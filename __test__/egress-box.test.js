@@ -14,7 +14,7 @@ const path = require('node:path')
 const net = require('node:net')
 const http = require('node:http')
 const https = require('node:https')
-const { kern, repo, tmpDir, openKernel, openMachine } = require('./helpers.js')
+const { kern, repo, tmpDir, openKernel, openMachine, nodeProxyGet } = require('./helpers.js')
 const { makeCerts } = require('./certs')
 
 const PROXY_URL = 'http://127.0.0.1:3128'
@@ -114,21 +114,7 @@ async function attached(t, opts = {}) {
 function clients() {
   const { https: tp, http: hp } = world.ports
   const py = `import urllib.request as u\nprint(u.urlopen("https://api.test:${tp}/py", timeout=20).read().decode())`
-  const node = `
-const http = require('http'), tls = require('tls')
-const p = new URL(process.env.HTTPS_PROXY)
-const req = http.request({ host: p.hostname, port: p.port, method: 'CONNECT', path: 'api.test:${tp}' })
-req.on('connect', (res, sock) => {
-  if (res.statusCode !== 200) { console.log('status', res.statusCode); process.exit(2) }
-  const s = tls.connect({ socket: sock, servername: 'api.test' }, () =>
-    s.write('GET /node HTTP/1.1\\r\\nHost: api.test\\r\\nConnection: close\\r\\n\\r\\n'))
-  let d = ''
-  s.on('data', (c) => (d += c))
-  s.on('end', () => console.log(d.split('\\r\\n\\r\\n')[1]))
-  s.on('error', (e) => { console.log('tls', e.message); process.exit(3) })
-})
-req.on('error', (e) => { console.log('proxy', e.message); process.exit(4) })
-req.end()`
+  const node = nodeProxyGet(tp, '/node')
   return {
     curlHttps: ['curl', '-sS', '--max-time', '20', `https://api.test:${tp}/curl`],
     curlHttp: ['curl', '-sS', '--max-time', '20', `http://api.test:${hp}/plain?x=1`],

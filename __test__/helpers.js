@@ -347,7 +347,27 @@ function within(p, ms, what = 'operation') {
  * always `killed`. */
 const PY_SELF_SIGKILL = 'import os, signal\nos.kill(os.getpid(), signal.SIGKILL)'
 
+/** A Node script for inside a box that GETs https://api.test:PORT/PATH through the egress relay
+ * with an explicit CONNECT (the image's Node 18 ignores the proxy variables; the box trusts the
+ * proxy's CA through NODE_EXTRA_CA_CERTS). It prints the body, or why it failed (exit 2-4). */
+const nodeProxyGet = (port, p) => `
+const http = require('http'), tls = require('tls')
+const px = new URL(process.env.HTTPS_PROXY)
+const req = http.request({ host: px.hostname, port: px.port, method: 'CONNECT', path: 'api.test:${port}' })
+req.on('connect', (res, sock) => {
+  if (res.statusCode !== 200) { console.log('status', res.statusCode); process.exit(2) }
+  const s = tls.connect({ socket: sock, servername: 'api.test' }, () =>
+    s.write('GET ${p} HTTP/1.1\\r\\nHost: api.test\\r\\nConnection: close\\r\\n\\r\\n'))
+  let d = ''
+  s.on('data', (c) => (d += c))
+  s.on('end', () => console.log(d.split('\\r\\n\\r\\n')[1]))
+  s.on('error', (e) => { console.log('tls', e.message); process.exit(3) })
+})
+req.on('error', (e) => { console.log('proxy', e.message); process.exit(4) })
+req.end()`
+
 module.exports = {
+  nodeProxyGet,
   repo,
   kern,
   kernBin,

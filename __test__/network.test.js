@@ -10,7 +10,7 @@ const fs = require('node:fs')
 const path = require('node:path')
 const http = require('node:http')
 const https = require('node:https')
-const { kern, tmpDir, openKernel, openMachine } = require('./helpers.js')
+const { kern, tmpDir, openKernel, openMachine, nodeProxyGet } = require('./helpers.js')
 const { makeCerts } = require('./certs')
 
 const SECRET = 'Bearer wire-s3cret-7f3a9c'
@@ -67,24 +67,6 @@ async function session(t, opts = {}) {
 const pyGet = (url) =>
   `import urllib.request as u\nprint(u.urlopen(${JSON.stringify(url)}, timeout=20).read().decode())`
 
-/** Node 18 ignores the proxy variables: an explicit CONNECT to the relay, TLS inside (the box trusts
- * the proxy's CA through NODE_EXTRA_CA_CERTS). */
-const nodeGet = (port, p) => `
-const http = require('http'), tls = require('tls')
-const px = new URL(process.env.HTTPS_PROXY)
-const req = http.request({ host: px.hostname, port: px.port, method: 'CONNECT', path: 'api.test:${port}' })
-req.on('connect', (res, sock) => {
-  if (res.statusCode !== 200) { console.log('status', res.statusCode); process.exit(2) }
-  const s = tls.connect({ socket: sock, servername: 'api.test' }, () =>
-    s.write('GET ${p} HTTP/1.1\\r\\nHost: api.test\\r\\nConnection: close\\r\\n\\r\\n'))
-  let d = ''
-  s.on('data', (c) => (d += c))
-  s.on('end', () => console.log(d.split('\\r\\n\\r\\n')[1]))
-  s.on('error', (e) => { console.log('tls', e.message); process.exit(3) })
-})
-req.on('error', (e) => { console.log('proxy', e.message); process.exit(4) })
-req.end()`
-
 function curl(url) {
   return ['curl', '-sS', '--max-time', '20', url]
 }
@@ -106,7 +88,7 @@ test('a machine: curl, Python and Node reach api.test with the secret injected; 
   assert.equal(c.stdout, 'ok /curl auth=injected', c.stderr)
   const py = await m.exec(['python3', '-c', pyGet(`https://api.test:${tp}/py`)])
   assert.equal(py.stdout, 'ok /py auth=injected\n', py.stderr)
-  const node = await m.exec(['node', '-e', nodeGet(tp, '/node')])
+  const node = await m.exec(['node', '-e', nodeProxyGet(tp, '/node')])
   assert.equal(node.stdout, 'ok /node auth=injected\n', node.stderr)
   const plain = await m.exec(curl(`http://api.test:${hp}/plain`))
   assert.equal(plain.stdout, 'ok /plain auth=injected', plain.stderr)
