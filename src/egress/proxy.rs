@@ -376,15 +376,19 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Prefixed<S> {
     }
 }
 
-async fn connect(mut client: Conn<UnixStream>, head: Head, sh: &Shared) {
-    let Some((host, port)) = authority(&head.target, None) else {
-        let _ = client
-            .io
-            .write_all(&bad_request("CONNECT needs host:port"))
-            .await;
-        return;
-    };
-    let refused = |why: Refusal| Event {
+/// A CONNECT that will not be served: its 403/502 with the one-line reason, and the event.
+async fn refuse_connect(
+    client: &mut Conn<UnixStream>,
+    sh: &Shared,
+    host: &Host,
+    port: u16,
+    why: Refusal,
+) {
+    let _ = client
+        .io
+        .write_all(&refusal_response(host, port, &why))
+        .await;
+    sh.emit(Event {
         host: host.to_string(),
         port,
         method: "CONNECT".into(),
@@ -392,6 +396,16 @@ async fn connect(mut client: Conn<UnixStream>, head: Head, sh: &Shared) {
         allowed: false,
         reason: why.reason().to_string(),
         bytes: 0,
+    });
+}
+
+async fn connect(mut client: Conn<UnixStream>, head: Head, sh: &Shared) {
+    let Some((host, port)) = authority(&head.target, None) else {
+        let _ = client
+            .io
+            .write_all(&bad_request("CONNECT needs host:port"))
+            .await;
+        return;
     };
     let policy = sh.policy();
     let reached = async {
@@ -401,14 +415,7 @@ async fn connect(mut client: Conn<UnixStream>, head: Head, sh: &Shared) {
     };
     let (tcp, ip, pinned) = match reached.await {
         Ok(t) => t,
-        Err(why) => {
-            let _ = client
-                .io
-                .write_all(&refusal_response(&host, port, &why))
-                .await;
-            sh.emit(refused(why));
-            return;
-        }
+        Err(why) => return refuse_connect(&mut client, sh, &host, port, why).await,
     };
     let Some(rules) = policy.headers_for(&host).filter(|h| !h.is_empty()) else {
         // No rules: a tunnel, TLS untouched.
@@ -449,25 +456,13 @@ async fn connect(mut client: Conn<UnixStream>, head: Head, sh: &Shared) {
     // Rules: the upstream's TLS first, so a failure is still a 502 on the CONNECT.
     let up = match upstream_tls(&policy, &host, tcp, sh.limits.connect).await {
         Ok(s) => s,
-        Err(why) => {
-            let _ = client
-                .io
-                .write_all(&refusal_response(&host, port, &why))
-                .await;
-            sh.emit(refused(why));
-            return;
-        }
+        Err(why) => return refuse_connect(&mut client, sh, &host, port, why).await,
     };
     let server_cfg = match sh.ca.server_config(&host) {
         Ok(c) => c,
         Err(e) => {
             let why = Refusal::Upstream(format!("could not make a certificate: {e}"));
-            let _ = client
-                .io
-                .write_all(&refusal_response(&host, port, &why))
-                .await;
-            sh.emit(refused(why));
-            return;
+            return refuse_connect(&mut client, sh, &host, port, why).await;
         }
     };
     if client
