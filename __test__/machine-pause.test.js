@@ -122,9 +122,13 @@ test('a shell on a terminal does not see its foreground job stopped', async (t) 
   const sh = await m.spawn(['bash', '--norc', '-i'], { pty: { cols: 100, rows: 30 }, onData: (d) => (screen += d) })
   await sh.write(`sleep 3.${marker}; echo fin-$((6*7))\n`)
   assert.ok(await waitFor(() => procsMatching(`3.${marker}`).length > 0, 20_000), 'the job runs')
-  await m.pause()
-  await sleep(300)
-  await m.resume()
+  // Several cycles: a stop that reached the job before its shell would show as "Stopped".
+  for (let i = 0; i < 5; i++) {
+    await m.pause()
+    await sleep(100)
+    await m.resume()
+    await sleep(50)
+  }
   assert.ok(await waitFor(() => screen.includes('fin-42'), 30_000), `the job finished: ${JSON.stringify(screen)}`)
   assert.doesNotMatch(screen, /Stopped/)
   await sh.write('exit\n')

@@ -25,7 +25,7 @@ use crate::errors::{Error, Result};
 /// uninterruptible wait stops only once that wait ends.
 const STOP_WITHIN: Duration = Duration::from_secs(5);
 /// Between two looks at the box's processes while they stop.
-const POLL: Duration = Duration::from_millis(2);
+const POLL: Duration = Duration::from_micros(300);
 
 /// Whether the machine is paused, shared with what must wait for it to run again (port relays,
 /// a kernel's input, a deadline's kill).
@@ -223,7 +223,7 @@ impl Drop for Frozen {
 
 /// Freezes the box whose PID 1 (the agent) has host pid `agent`.
 pub fn freeze(agent: i32) -> Result<Frozen> {
-    let tree = Tree::scan()?;
+    let tree = Tree::of(agent)?;
     let below = tree.below(agent);
     if below.is_empty() {
         return Err(Error::MachineGone(
@@ -288,6 +288,54 @@ impl Tree {
         Ok(t)
     }
 
+    /// `root` and the processes below it only, through /proc/PID/task/TID/children (the box's
+    /// handful of processes instead of the host's every one); the whole host where the kernel
+    /// has no children files.
+    fn of(root: i32) -> Result<Tree> {
+        if !Path::new(&format!("/proc/{root}/task/{root}/children")).exists() {
+            return match stat_of(root) {
+                // Gone: an empty tree says so.
+                None if !Path::new(&format!("/proc/{root}")).exists() => Ok(Tree {
+                    stat: HashMap::new(),
+                    children: HashMap::new(),
+                }),
+                _ => Tree::scan(),
+            };
+        }
+        let mut t = Tree {
+            stat: HashMap::new(),
+            children: HashMap::new(),
+        };
+        let mut queue = VecDeque::from([root]);
+        while let Some(p) = queue.pop_front() {
+            let Some(s) = stat_of(p) else { continue };
+            t.stat.insert(p, s);
+            let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else {
+                continue;
+            };
+            let mut kids = Vec::new();
+            for task in tasks.flatten() {
+                let text =
+                    std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+                kids.extend(
+                    text.split_whitespace()
+                        .filter_map(|c| c.parse::<i32>().ok()),
+                );
+            }
+            for &k in &kids {
+                if !t.stat.contains_key(&k) {
+                    queue.push_back(k);
+                }
+            }
+            t.children.insert(p, kids);
+        }
+        // A child that exited between the two reads has no stat: it is left out.
+        for kids in t.children.values_mut() {
+            kids.retain(|k| t.stat.contains_key(k));
+        }
+        Ok(t)
+    }
+
     /// `root` and everything below it, parents before children (empty when `root` is gone).
     /// In the box's pid namespace an orphan is adopted by its PID 1, so nothing of the box is
     /// ever outside this tree.
@@ -331,15 +379,17 @@ fn has_stopped(h: &Held) -> bool {
     })
 }
 
-/// SIGSTOP to every process below the agent, parents first, so no parent runs to see a child
-/// stop (a shell would report it as a stopped job); passes repeat until one finds no process it
+/// SIGSTOP to every process below the agent, parents first: a process is stopped only once its
+/// parent has stopped (a signal lands when its target next runs), so no parent runs to see a child
+/// stop (a shell would report its job as stopped). Passes repeat until one finds no process it
 /// had not stopped and every thread is stopped.
 fn stop_tree(agent: i32) -> Result<Vec<Held>> {
     let mut held: Vec<Held> = Vec::new();
-    let mut seen: HashMap<i32, u64> = HashMap::new();
+    // pid -> index in `held`, for the process of that pid stopped last.
+    let mut seen: HashMap<i32, usize> = HashMap::new();
     let end = Instant::now() + STOP_WITHIN;
     loop {
-        let tree = Tree::scan()?;
+        let tree = Tree::of(agent)?;
         let below = tree.below(agent);
         if below.is_empty() {
             cont_all(&held);
@@ -348,17 +398,32 @@ fn stop_tree(agent: i32) -> Result<Vec<Held>> {
             ));
         }
         let mut fresh = false;
+        let mut waiting = false;
+        let mut stopped: HashMap<i32, bool> = HashMap::new();
         for pid in below {
             let s = tree.stat[&pid];
-            if matches!(s.state, b'Z' | b'X') || seen.get(&pid) == Some(&s.start) {
+            let ours = seen.get(&pid).is_some_and(|&i| held[i].start == s.start);
+            if matches!(s.state, b'Z' | b'X') || ours {
                 continue;
             }
-            fresh = true;
+            if pid != agent {
+                let parent_stopped = match tree.stat.get(&s.ppid) {
+                    Some(p) if matches!(p.state, b'Z' | b'X') => true,
+                    _ => *stopped.entry(s.ppid).or_insert_with(|| {
+                        seen.get(&s.ppid).is_some_and(|&i| has_stopped(&held[i]))
+                    }),
+                };
+                if !parent_stopped {
+                    waiting = true;
+                    continue;
+                }
+            }
             let Some(fd) = open_same(pid, s.start) else {
                 continue; // exited since the scan
             };
             if pidfd_send_signal(&fd, Signal::STOP).is_ok() {
-                seen.insert(pid, s.start);
+                fresh = true;
+                seen.insert(pid, held.len());
                 held.push(Held {
                     fd,
                     pid,
@@ -366,7 +431,7 @@ fn stop_tree(agent: i32) -> Result<Vec<Held>> {
                 });
             }
         }
-        if !fresh && held.iter().all(has_stopped) {
+        if !fresh && !waiting && held.iter().all(has_stopped) {
             return Ok(held);
         }
         if Instant::now() >= end {
@@ -377,6 +442,7 @@ fn stop_tree(agent: i32) -> Result<Vec<Held>> {
                 STOP_WITHIN.as_secs()
             )));
         }
+        // Stops land when their targets next run: a moment for them before the next pass.
         std::thread::sleep(POLL);
     }
 }
