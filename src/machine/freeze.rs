@@ -102,16 +102,18 @@ impl Machine {
                  be frozen",
             )
         })?;
-        // Calls refused from here on, before the first process stops.
+        // Calls refused and the clock stopped from here on, before the first process stops (so
+        // `paused` and `endsAt` agree throughout).
+        self.lifetime.paused(expired);
         self.gate.set(true);
         match off_thread(move || freeze(agent)).await {
             Ok(f) => {
                 *frozen = Some(f);
-                self.lifetime.paused(expired);
                 Ok(())
             }
             Err(e) => {
                 self.gate.set(false);
+                self.lifetime.resumed();
                 Err(e)
             }
         }
