@@ -322,6 +322,8 @@ export type SandboxErrorCode =
   /** `machine.updateNetwork()` on a machine opened with `network: false` or `true`: it has no egress
    * proxy to update (open it with a policy object, e.g. `{ denyOut: ['0.0.0.0/0'] }` for "off for now"). */
   | 'ERR_NETWORK_FIXED'
+  /** A call on a paused machine (or on a kernel in one): `machine.resume()` it first. */
+  | 'ERR_MACHINE_PAUSED'
   | (string & {})
 /** An egress policy: the object form of `network` (E2B's `SandboxNetworkOpts` shape, plus `hosts`
  * and `upstreamCa`). Checked once; a bad entry is `ERR_BAD_NETWORK_POLICY` naming it. Private,
@@ -679,6 +681,13 @@ export interface MachineOptions {
   network?: boolean | NetworkPolicy
   /** Hears the machine's egress proxy. Default: the session's `onRequest`. */
   onRequest?: ((event: EgressEvent) => void) | null
+  /** Seconds the machine lives from its start; past it, `onTimeout` happens. The clock stops
+   * while the machine is paused; `machine.setTimeout()` moves it. Default: no lifetime (it lives
+   * until closed). */
+  lifetimeS?: number
+  /** What the end of `lifetimeS` does: `'close'` the machine, or `'pause'` it (resume() then
+   * re-arms the whole lifetime). @default 'close' */
+  onTimeout?: 'close' | 'pause'
 }
 
 /** Options of `Machine.exec()`. */
@@ -859,6 +868,25 @@ export class Machine {
   metrics(): Promise<MachineMetrics>
   /** A warm kernel running inside this machine (sees its processes, loopback and files). */
   kernel(opts?: Omit<KernelOptions, 'image'>): Promise<Kernel>
+  /** Freezes every process of the machine, its agent included: no CPU, memory kept, exposed
+   * ports answer nothing (a connection waits), the lifetime clock stops. Meanwhile every other
+   * call that reaches the machine (exec, spawn, process writes and signals, files, watch,
+   * exposePort, metrics, kernel() and a kernel's runCode, updateNetwork) rejects with
+   * `ERR_MACHINE_PAUSED`; `processes()`, `attach()`, a process's `wait()` and `close()` work
+   * (close thaws, then closes). A process deadline that passes while paused applies on resume.
+   * Idempotent. */
+  pause(): Promise<void>
+  /** Thaws the machine exactly as it was: the same processes and pids, the same memory.
+   * Idempotent. */
+  resume(): Promise<void>
+  /** True between pause() (or a lifetime's `onTimeout: 'pause'`) and resume(). */
+  readonly paused: boolean
+  /** Sets the machine's remaining lifetime to `seconds` from now (E2B's `setTimeout`); on a
+   * paused machine, from its resume. Gives a machine without a lifetime one (ending by
+   * `onTimeout`). A bad value: `ERR_INVALID_OPTION`; a closed machine: `ERR_MACHINE_GONE`. */
+  setTimeout(seconds: number): Promise<void>
+  /** When the lifetime ends; null without a lifetime, or while paused (the clock stops). */
+  readonly endsAt: Date | null
   /** Ends every process and the box; resolves once nothing of it is left. Idempotent. */
   close(): Promise<void>
   [Symbol.asyncDispose](): Promise<void>

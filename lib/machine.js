@@ -305,6 +305,28 @@ class Machine {
     return new Kernel(native, this.#sandbox, this.#cancel, language)
   }
 
+  // Pause and lifetime: src/machine/freeze.rs and lifetime.rs.
+  async pause() {
+    await callNative(() => this.#native.pause())
+  }
+
+  async resume() {
+    await callNative(() => this.#native.resume())
+  }
+
+  get paused() {
+    return this.#native.paused
+  }
+
+  async setTimeout(seconds) {
+    callNative(() => this.#native.setTimeout(seconds))
+  }
+
+  get endsAt() {
+    const ms = this.#native.endsAt
+    return ms == null ? null : new Date(ms)
+  }
+
   async close() {
     this.#closed = true
     await this.#native.close()
@@ -333,12 +355,14 @@ function entry(e) {
 /** Sandbox#machine(): the native side checks the options, starts the box and exposes the ports
  * asked for. */
 async function openMachine(sandbox, nativeSandbox, opts) {
-  const { image, ports, timeoutS, network, onRequest } = optionsBag('machine', opts)
+  const { image, ports, timeoutS, network, onRequest, lifetimeS, onTimeout } = optionsBag('machine', opts)
   checkCallback('onRequest', onRequest)
   const agent = agentPath()
   // Without its own, the native side gives it the session's onRequest.
   const events = eventSink(onRequest)
-  const native = await callNative(() => nativeSandbox.machine(agent, { image, ports, timeoutS, network }, events))
+  const native = await callNative(() =>
+    nativeSandbox.machine(agent, { image, ports, timeoutS, network, lifetimeS, onTimeout }, events),
+  )
   return new Machine(native, sandbox, (id) => nativeSandbox.cancel(id), network ?? sandbox.network)
 }
 

@@ -84,6 +84,8 @@ coded_errors! {
     BadNetworkPolicy => "ERR_BAD_NETWORK_POLICY",
     /// The machine was opened with `network: false` or `true`: it has no policy to update.
     NetworkFixed => "ERR_NETWORK_FIXED",
+    /// The machine is paused: resume() it first.
+    MachinePaused => "ERR_MACHINE_PAUSED",
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

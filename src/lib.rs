@@ -542,6 +542,7 @@ impl NativeSandbox {
                 inner,
                 timeout_s: timeout_s.unwrap_or(s.cfg.timeout_s),
                 session: s,
+                machine_gate: None,
             })
         })
     }
@@ -557,6 +558,8 @@ pub struct NativeKernel {
     timeout_s: f64,
     /// Cells register as the session's calls: `NativeSandbox.cancel` reaches them too.
     session: Arc<Session>,
+    /// A kernel in a machine refuses cells while the machine is paused.
+    machine_gate: Option<crate::machine::Gate>,
 }
 
 #[napi]
@@ -581,6 +584,9 @@ impl NativeKernel {
     ) -> napi::Result<Object<'e>> {
         if code.contains('\0') {
             return Err(Error::sandbox("code must be a string with no NUL byte").into());
+        }
+        if let Some(g) = &self.machine_gate {
+            g.check()?;
         }
         let timeout_s = match call.timeout_s {
             Some(t) => options::check_timeout(t)?,

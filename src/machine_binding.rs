@@ -48,7 +48,8 @@ impl NativeSandbox {
         opts: MachineOptions<'e>,
         on_request: Option<EgressEventFn>,
     ) -> napi::Result<PromiseRaw<'e, NativeMachine>> {
-        let cfg = MachineConfig::from_options(opts)?;
+        let mut cfg = MachineConfig::from_options(opts)?;
+        let lifetime = std::mem::take(&mut cfg.lifetime);
         let s = self.inner.clone();
         let events = on_request.map(event_sink);
         promise(env, async move {
@@ -67,6 +68,7 @@ impl NativeSandbox {
                     return Err(e);
                 }
             }
+            inner.set_lifetime(lifetime);
             Ok(NativeMachine {
                 inner,
                 timeout_s: s.cfg.timeout_s,
@@ -457,6 +459,7 @@ impl NativeMachine {
                 inner,
                 timeout_s: cell_timeout,
                 session: s,
+                machine_gate: Some(m.gate()),
             })
         })
     }
@@ -470,6 +473,43 @@ impl NativeMachine {
     ) -> napi::Result<()> {
         let policy = options::policy(policy)?;
         Ok(self.inner.update_network(policy)?)
+    }
+
+    /// Freezes every process of the machine (see freeze.rs); idempotent.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn pause<'e>(&self, env: &'e Env) -> napi::Result<PromiseRaw<'e, ()>> {
+        let m = self.inner.clone();
+        promise(env, async move { m.pause().await })
+    }
+
+    /// Thaws it as it was; idempotent.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn resume<'e>(&self, env: &'e Env) -> napi::Result<PromiseRaw<'e, ()>> {
+        let m = self.inner.clone();
+        promise(env, async move { m.resume().await })
+    }
+
+    #[napi(getter)]
+    pub fn paused(&self) -> bool {
+        self.inner.paused()
+    }
+
+    /// The lifetime ends `seconds` from now (from the resume, on a paused machine).
+    #[napi]
+    pub fn set_timeout(&self, seconds: Unknown) -> napi::Result<()> {
+        let n = crate::options::js::number(&seconds)?;
+        let d = crate::machine::lifetime::seconds("seconds", n)?;
+        // The first lifetime starts the machine's timer task: on napi's runtime.
+        let m = &self.inner;
+        Ok(napi::bindgen_prelude::within_runtime_if_available(|| {
+            m.set_timeout(d)
+        })?)
+    }
+
+    /// When the lifetime ends, in ms since the epoch; null without one, or while paused.
+    #[napi(getter)]
+    pub fn ends_at(&self) -> Option<f64> {
+        self.inner.ends_at_ms()
     }
 
     #[napi(ts_return_type = "Promise<void>")]

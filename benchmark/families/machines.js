@@ -88,7 +88,41 @@ async function machineRow() {
   }
 }
 
+/** pause() + resume() of a running machine (no reference: E2B's and others' pause is a remote
+ * call of seconds; this is reported as it is). */
+async function pauseRow() {
+  const res = await worker(
+    { mode: 'pause', module: IMPLS.ours, n: ctx.Q ? 10 : 50, warmup: 3, workspace: ctx.fixtures.realWs },
+    baseEnv(ctx.REAL_KERN),
+  )
+  if (res.error) throw new Error(res.error)
+  const med = { pause: median(res.pause), resume: median(res.resume), trip: median(res.trip) }
+  log(
+    `  pause: round trip ${fmt(med.trip)} ms (pause ${fmt(med.pause)}, resume ${fmt(med.resume)}) over ${res.procs} processes`,
+  )
+  return {
+    data: { ...med, procs: res.procs, failed: res.failed },
+    lines: [
+      line(
+        `pause + resume round trip (${res.procs} processes in the box)`,
+        'median ms',
+        med.trip,
+        null,
+        'none',
+        null,
+        'report',
+      ),
+      line('  pause() alone', 'median ms', med.pause, null, 'none', null, 'report'),
+      line('  resume() alone', 'median ms', med.resume, null, 'none', null, 'report'),
+      res.failed ? line('  exec after resume failed', 'count', res.failed, null, 'none', null, '0', null, false) : null,
+    ].filter(Boolean),
+  }
+}
+
 const ROW_TITLE = 'machines: start + first exec vs one run(); later exec vs `kern exec`; 1 MiB writeFile/readFile'
-const rows = [{ id: 'machine', real: true, title: ROW_TITLE, run: machineRow }]
+const rows = [
+  { id: 'machine', real: true, title: ROW_TITLE, run: machineRow },
+  { id: 'pause', real: true, title: 'machines: pause + resume round trip', run: pauseRow },
+]
 
 module.exports = { name: 'machines', title: 'machines (real kern)', rows }

@@ -80,4 +80,38 @@ module.exports = {
     await sbx.close()
     return { start, run, exec, write, read, sbxWrite, sbxRead, firstByte, echo, failed }
   },
+
+  /** Pause + resume round trips of one machine that runs a small process tree (a shell, a Python
+   * loop and an http.server): pause() alone, resume() alone and the pair; an exec after each
+   * resume checks the machine came back. */
+  async pause(spec) {
+    const kernel = require(spec.module)
+    const sbx = await new kernel.Sandbox({ prewarm: 0, workspace: spec.workspace }).open()
+    const m = await sbx.machine()
+    await m.spawn(['python3', '-m', 'http.server', '8000', '--bind', '127.0.0.1', '-d', '/tmp'])
+    await m.spawn(['sh', '-c', 'while true; do sleep 0.1; done'])
+    await m.spawn(['python3', '-c', 'import time\nwhile True: time.sleep(0.01)'])
+    // The box's processes, less the counting shell itself.
+    const procs = Number((await m.exec(['sh', '-c', 'set -- /proc/[0-9]*; echo $(($# - 1))'])).stdout.trim())
+    const pause = []
+    const resume = []
+    const trip = []
+    let failed = 0
+    for (let i = 0; i < spec.warmup + spec.n; i++) {
+      const t0 = now()
+      await m.pause()
+      const t1 = now()
+      await m.resume()
+      const t2 = now()
+      if (i >= spec.warmup) {
+        pause.push(t1 - t0)
+        resume.push(t2 - t1)
+        trip.push(t2 - t0)
+      }
+      if ((await m.exec(['true'])).exitCode !== 0) failed++
+    }
+    await m.close()
+    await sbx.close()
+    return { pause, resume, trip, procs, failed }
+  },
 }

@@ -29,7 +29,12 @@ impl Host {
         match self {
             Host::Box(b) => b.tear_down().await,
             Host::Machine(m) => {
-                if m.proc.exit().is_none() {
+                if m.proc.exit().is_none() && m.machine.paused() {
+                    // Killed when the machine resumes (or closes): nothing is sent to a frozen
+                    // agent, and the kernel's close does not wait for a resume.
+                    let (machine, pid) = (m.machine.clone(), m.proc.pid);
+                    crate::task::spawn(async move { machine.kill_thawed(pid).await });
+                } else if m.proc.exit().is_none() {
                     let _ = m.machine.signal(m.proc.pid, libc::SIGKILL).await;
                     let _ = tokio::time::timeout(Duration::from_secs(2), m.proc.exited()).await;
                 }

@@ -102,11 +102,15 @@ fn relay_input(m: Arc<Machine>, pid: u32, mut rd: pipe::Receiver) {
                     let _ = m.close_stdin(pid).await;
                     return;
                 }
-                Ok(n) => {
-                    if m.write(pid, &buf[..n]).await.is_err() {
-                        return;
+                // A cell written while the machine pauses reaches the driver once it resumes.
+                Ok(n) => loop {
+                    m.thawed().await;
+                    match m.write(pid, &buf[..n]).await {
+                        Ok(()) => break,
+                        Err(Error::MachinePaused(_)) => continue,
+                        Err(_) => return,
                     }
-                }
+                },
             }
         }
     });

@@ -3,6 +3,8 @@
 //! namespaces and talks to us over one unix socket. Paths are the machine's paths, resolved by the
 //! agent inside the box, never by string on the host.
 
+mod freeze;
+pub mod lifetime;
 pub mod options;
 mod ports;
 pub mod procs;
@@ -25,6 +27,7 @@ use crate::lifecycle::cancel::{Cancel, StopReason};
 use crate::lifecycle::outcome::Outcome;
 use crate::lifecycle::spawn::{Pipes, Resident};
 use crate::output::ChunkFn;
+pub use freeze::Gate;
 pub use procs::Subscribers;
 use procs::{Proc, SharedTable};
 use wire::{Conn, Frame, SharedConn};
@@ -94,6 +97,11 @@ pub struct Machine {
     cpu_sample: Mutex<Option<(Instant, u64)>>,
     /// The machine's own egress proxy (its network is a policy), closed with it.
     egress: Mutex<Option<Arc<OwnedProxy>>>,
+    /// Paused: calls are refused, port relays and kills wait (see freeze.rs).
+    gate: freeze::Gate,
+    /// The frozen box while paused.
+    frozen: tokio::sync::Mutex<Option<freeze::Frozen>>,
+    lifetime: Arc<lifetime::Lifetime>,
 }
 
 impl Machine {
@@ -174,6 +182,9 @@ impl Machine {
             stop: Default::default(),
             cpu_sample: Mutex::new(None),
             egress: Mutex::new(None),
+            gate: Default::default(),
+            frozen: Default::default(),
+            lifetime: Default::default(),
         });
         reader::spawn(reader::Routes {
             rd,
@@ -202,6 +213,7 @@ impl Machine {
 
     async fn request(&self, t: &str, head: Value, data: &[u8]) -> Result<Frame> {
         self.check_alive()?;
+        self.gate.check()?;
         self.conn.request(t, head, data).await
     }
 
@@ -262,7 +274,7 @@ impl Machine {
             _ = cancel.fired() => cancel.reason(),
         };
         if p.exit().is_none() {
-            let _ = self.signal(p.pid, libc::SIGKILL).await;
+            self.kill_thawed(p.pid).await;
         }
         let exit = p.exited().await;
         self.forget(p.pid);
@@ -313,7 +325,7 @@ impl Machine {
                 _ = p.exited() => {}
                 _ = tokio::time::sleep(procs::secs(timeout_s)) => {
                     p.mark_timed_out(timeout_s);
-                    let _ = me.signal(p.pid, libc::SIGKILL).await;
+                    me.kill_thawed(p.pid).await;
                 }
             }
         });
@@ -420,6 +432,7 @@ impl Machine {
     /// A host port on 127.0.0.1 relaying to `port` in the machine; the same one for a port asked twice.
     pub async fn expose_port(&self, port: u16) -> Result<u16> {
         self.check_alive()?;
+        self.gate.check()?;
         let mut ports = self.ports.lock().await;
         if let Some(p) = ports.get(&port) {
             return Ok(*p);
@@ -429,6 +442,7 @@ impl Machine {
             self.streams.clone(),
             port,
             self.stop.clone(),
+            self.gate.clone(),
         )
         .await?;
         ports.insert(port, host);
@@ -481,6 +495,7 @@ impl Machine {
             return;
         };
         self.closing.store(true, Ordering::Release);
+        self.thaw_for_close().await;
         self.stop.fire(StopReason::Closed);
         if self.alive() {
             let bye = self.conn.request("shutdown", json!({}), &[]);
@@ -526,6 +541,7 @@ impl Machine {
         if self.closing.load(Ordering::Acquire) || !self.alive() {
             return Err(Error::MachineGone("the machine is closed".into()));
         }
+        self.gate.check()?;
         match &*self.egress.lock().unwrap_or_else(|p| p.into_inner()) {
             Some(p) => {
                 p.update(policy);

@@ -34,6 +34,12 @@ pub struct MachineOptions<'a> {
     /// `false`, `true` or a network policy; default the Sandbox's `network`.
     #[napi(ts_type = "boolean | NetworkPolicy | null")]
     pub network: Option<Unknown<'a>>,
+    /// Seconds the machine lives (its clock stops while paused); default: until closed.
+    #[napi(ts_type = "number | null")]
+    pub lifetime_s: Option<Unknown<'a>>,
+    /// What its lifetime's end does: `'close'` (default) or `'pause'`.
+    #[napi(ts_type = "'close' | 'pause' | null")]
+    pub on_timeout: Option<Unknown<'a>>,
 }
 
 /// A machine's own `network`.
@@ -53,6 +59,7 @@ pub struct MachineConfig {
     pub timeout_s: Option<f64>,
     /// None: the Sandbox's.
     pub network: Option<Network>,
+    pub lifetime: super::lifetime::LifetimeConfig,
 }
 
 impl MachineConfig {
@@ -82,6 +89,7 @@ impl MachineConfig {
             ports,
             timeout_s: timeout(o.timeout_s)?,
             network: network(o.network)?,
+            lifetime: super::lifetime::LifetimeConfig::from_options(o.lifetime_s, o.on_timeout)?,
         })
     }
 }

@@ -10,6 +10,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
+use super::freeze::Gate;
 use super::wire::SharedConn;
 use crate::errors::{Error, Result};
 use crate::lifecycle::cancel::Cancel;
@@ -30,6 +31,7 @@ pub async fn expose(
     streams: Streams,
     port: u16,
     stop: Arc<Cancel>,
+    gate: Gate,
 ) -> Result<u16> {
     let listener = TcpListener::bind(("127.0.0.1", 0))
         .await
@@ -47,14 +49,28 @@ pub async fn expose(
             let Ok((tcp, _)) = accepted else { continue };
             let _ = tcp.set_nodelay(true);
             let (conn, streams, stop) = (conn.clone(), streams.clone(), stop.clone());
-            crate::task::spawn(async move { relay(conn, streams, port, tcp, stop).await });
+            let gate = gate.clone();
+            crate::task::spawn(async move { relay(conn, streams, port, tcp, stop, gate).await });
         }
     });
     Ok(host_port)
 }
 
-/// One connection: opened in the machine, then bytes both ways until both sides are done.
-async fn relay(conn: SharedConn, streams: Streams, port: u16, tcp: TcpStream, stop: Arc<Cancel>) {
+/// One connection: opened in the machine, then bytes both ways until both sides are done. While
+/// the machine is paused nothing is sent to its agent: a new connection waits to be opened, and
+/// a client's bytes wait in its socket.
+async fn relay(
+    conn: SharedConn,
+    streams: Streams,
+    port: u16,
+    tcp: TcpStream,
+    stop: Arc<Cancel>,
+    gate: Gate,
+) {
+    tokio::select! {
+        _ = gate.thawed() => {}
+        _ = stop.fired() => return,
+    }
     let Ok(opened) = conn.request("connect", json!({ "port": port }), &[]).await else {
         return; // refused in the machine: dropping `tcp` resets the client
     };
@@ -76,6 +92,10 @@ async fn relay(conn: SharedConn, streams: Streams, port: u16, tcp: TcpStream, st
         async move {
             let mut buf = vec![0u8; 64 * 1024];
             loop {
+                tokio::select! {
+                    _ = gate.thawed() => {}
+                    _ = &mut done => return,
+                }
                 let read = tokio::select! {
                     r = rd.read(&mut buf) => r,
                     _ = &mut done => return,
