@@ -43,9 +43,20 @@ function entryInfo(e, metadata) {
     group: e.group,
     modifiedTime: new Date(e.mtime),
   }
-  if (e.symlinkTarget != null) info.symlinkTarget = e.symlinkTarget
+  // E2B gives the target as an absolute path: a relative one is from the link's directory.
+  if (e.symlinkTarget != null) info.symlinkTarget = path.posix.resolve(path.posix.dirname(e.path), e.symlinkTarget)
   if (metadata) info.metadata = { ...metadata }
   return info
+}
+
+/** Orders paths as a depth-first walk does: component by component, a parent before its children. */
+function comparePaths(a, b) {
+  const x = a.split('/')
+  const y = b.split('/')
+  for (let i = 0; i < Math.min(x.length, y.length); i++) {
+    if (x[i] !== y[i]) return x[i] < y[i] ? -1 : 1
+  }
+  return x.length - y.length
 }
 
 /** What `write` takes: a string, bytes, an ArrayBuffer, a Blob or a ReadableStream. */
@@ -63,12 +74,27 @@ async function bytesOf(data) {
   throw new InvalidArgumentError('data must be a string, an ArrayBuffer, a typed array, a Blob or a ReadableStream')
 }
 
+/** What E2B's metadata keys may hold (they travel there as HTTP header names: RFC 9110 tokens). */
+const METADATA_KEY = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
+/** What its values may hold (header values: printable ASCII and spaces, no control characters). */
+const METADATA_VALUE = /^[ -~]*$/
+
 function checkMetadata(m) {
   if (m == null) return undefined
   if (typeof m !== 'object' || Array.isArray(m)) throw new InvalidArgumentError('metadata must be an object of strings')
   const out = {}
   for (const [k, v] of Object.entries(m)) {
+    if (!METADATA_KEY.test(k)) {
+      throw new InvalidArgumentError(
+        `metadata key ${JSON.stringify(k)} must be non-empty and made of letters, digits and !#$%&'*+-.^_\`|~ only`,
+      )
+    }
     if (typeof v !== 'string') throw new InvalidArgumentError(`metadata ${JSON.stringify(k)} must be a string`)
+    if (!METADATA_VALUE.test(v)) {
+      throw new InvalidArgumentError(
+        `metadata ${JSON.stringify(k)} must be printable ASCII (no control characters or newlines)`,
+      )
+    }
     out[k.toLowerCase()] = v // E2B's sandbox lowercases the keys
   }
   return out
@@ -113,6 +139,14 @@ class Filesystem {
   /** Writes a file (creating its parents), or each `{ path, data }` of an array. */
   async write(p, data, opts) {
     if (Array.isArray(p)) return this.writeFiles(p, data)
+    // E2B's wording for a call with neither a path nor files, and for one with both.
+    if (p == null || p === '') throw new InvalidArgumentError('Path or files are required')
+    if (Array.isArray(data)) {
+      throw new InvalidArgumentError(
+        'Cannot specify both path and array of files. You have to specify either path and data for a single ' +
+          'file or an array for multiple files.',
+      )
+    }
     const metadata = checkMetadata(opts?.metadata)
     const abs = boxPath(p)
     const bytes = await bytesOf(data)
@@ -140,9 +174,12 @@ class Filesystem {
     const abs = boxPath(p)
     const depth = opts?.depth ?? 1
     if (!Number.isInteger(depth) || depth < 1) {
-      throw new InvalidArgumentError(`depth must be a whole number from 1, got ${String(depth)}`)
+      // E2B's wording ("depth should be at least one") leads.
+      throw new InvalidArgumentError(`depth should be at least one (a whole number), got ${String(depth)}`)
     }
     const entries = await this.#call(() => this.#box.machine.list(abs, { depth }))
+    // E2B's order: depth first, each directory followed by what is under it, names sorted.
+    entries.sort((a, b) => comparePaths(a.path, b.path))
     return entries.map((e) => entryInfo(e, this.#metadata.get(e.path)))
   }
 

@@ -27,6 +27,8 @@ const { version } = require('../../package.json')
 const LIFETIME_MS = 300_000
 /** The longest lifetime a Node timer holds (about 24.8 days). */
 const MAX_LIFETIME_MS = 2 ** 31 - 1
+/** How many getMetrics() samples a sandbox keeps (E2B keeps a series; one per call here). */
+const MAX_SAMPLES = 1000
 /** E2B's own template names: here they mean the default image. */
 const E2B_TEMPLATES = new Set(['code-interpreter-v1', 'code-interpreter-beta', 'code-interpreter', 'base'])
 /** This package's Sandbox options that the E2B options set, so `kern` may not. */
@@ -125,6 +127,8 @@ class Sandbox {
   #timer = null
   #endAt = 0
   #startedAt = new Date()
+  /** The getMetrics() samples taken so far (the newest MAX_SAMPLES). */
+  #samples = []
   /** The machine's probe (its shell, its user), run on the first command or PTY: create() and the
    * first cell do not wait for it. */
   #setup = null
@@ -197,14 +201,49 @@ class Sandbox {
 
   /** The live sandbox of this process with that id (E2B reconnects over the network; here a
    * sandbox lives in the process that created it). */
-  static async connect(sandboxId) {
+  static async connect(sandboxId, opts) {
     const s = live.get(sandboxId)
+    if (!s && opts?.debug === true) return Sandbox.#debugSandbox(sandboxId, opts)
     if (!s) {
       throw new SandboxNotFoundError(
         `sandbox ${JSON.stringify(sandboxId)} not found (it was killed, timed out, or belongs to another process)`,
       )
     }
-    return s
+    return s.connect(opts)
+  }
+
+  /** E2B's debug mode talks to a local sandbox under the id given, asking no API: here a sandbox
+   * of this process, started under that id when none has it. */
+  static async #debugSandbox(sandboxId, opts) {
+    if (typeof sandboxId !== 'string' || sandboxId === '')
+      throw new InvalidArgumentError('sandboxId must be a non-empty string')
+    const { debug: _debug, timeoutMs, ...rest } = opts
+    const sbx = await Sandbox.create({ ...rest, ...(timeoutMs != null ? { timeoutMs } : {}) })
+    live.delete(sbx.sandboxId)
+    sbx.sandboxId = sandboxId
+    live.set(sandboxId, sbx)
+    return sbx
+  }
+
+  /** getInfo() of the live sandbox with that id. */
+  static async getInfo(sandboxId) {
+    const s = live.get(sandboxId)
+    if (!s) throw new SandboxNotFoundError(`sandbox ${JSON.stringify(sandboxId)} not found`)
+    return s.getInfo()
+  }
+
+  /** getMetrics() of the live sandbox with that id. */
+  static async getMetrics(sandboxId, opts) {
+    const s = live.get(sandboxId)
+    if (!s) throw new SandboxNotFoundError(`sandbox ${JSON.stringify(sandboxId)} not found`)
+    return s.getMetrics(opts)
+  }
+
+  /** setTimeout() of the live sandbox with that id. */
+  static async setTimeout(sandboxId, timeoutMs) {
+    const s = live.get(sandboxId)
+    if (!s) throw new SandboxNotFoundError(`sandbox ${JSON.stringify(sandboxId)} not found`)
+    await s.setTimeout(timeoutMs)
   }
 
   /** Kills the live sandbox with that id; false when there is none. */
@@ -242,9 +281,14 @@ class Sandbox {
     )
   }
 
-  /** This sandbox (it is connected already). */
-  async connect() {
+  /** This sandbox (it is connected already). A `timeoutMs` extends its lifetime to at least that
+   * from now, as E2B's connect does; it never shortens it. */
+  async connect(opts) {
     this.#alive()
+    if (opts?.timeoutMs != null) {
+      const ms = checkLifetime(opts.timeoutMs, 'timeoutMs')
+      if (Date.now() + ms > this.#endAt) this.#arm(ms)
+    }
     return this
   }
 
@@ -300,22 +344,33 @@ class Sandbox {
     return this.#ports.host(port)
   }
 
-  /** The machine's resource use now, as E2B's one-sample SandboxMetrics list. */
-  async getMetrics() {
+  /** The machine's resource use: a sample taken now joins the ones earlier calls took, and those
+   * from `start` (default: the sandbox's start) to `end` (default: now) are given, oldest first. */
+  async getMetrics(opts) {
+    const start = metricsBound(opts?.start, 'start') ?? this.#startedAt.getTime()
+    const end = metricsBound(opts?.end, 'end') ?? Infinity
+    if (start > end) throw new InvalidArgumentError('start must not be after end')
+    this.#samples.push(await this.#sample())
+    if (this.#samples.length > MAX_SAMPLES) this.#samples.shift()
+    return this.#samples
+      .filter((m) => m.timestamp.getTime() >= start && m.timestamp.getTime() <= end)
+      .map((m) => ({ ...m, timestamp: new Date(m.timestamp) }))
+  }
+
+  /** One sample of the machine's resource use now. */
+  async #sample() {
     const m = await this.#request(() => this.#machine.metrics())
     const disk = diskOf(this.#session.workspacePath)
-    return [
-      {
-        timestamp: new Date(),
-        cpuUsedPct: m.cpuPercent,
-        cpuCount: this.#cpuCount(),
-        memUsed: m.memoryBytes,
-        memTotal: m.memoryLimitBytes ?? os.totalmem(),
-        memCache: 0,
-        diskUsed: m.diskBytes ?? disk.used,
-        diskTotal: disk.total,
-      },
-    ]
+    return {
+      timestamp: new Date(),
+      cpuUsedPct: m.cpuPercent,
+      cpuCount: this.#cpuCount(),
+      memUsed: m.memoryBytes,
+      memTotal: m.memoryLimitBytes ?? os.totalmem(),
+      memCache: 0,
+      diskUsed: m.diskBytes ?? disk.used,
+      diskTotal: disk.total,
+    }
   }
 
   /** Sets the sandbox's remaining lifetime, from now. */
@@ -470,6 +525,14 @@ class Sandbox {
       )
     }
   }
+}
+
+/** A getMetrics() `start`/`end`: a Date (or ms since the epoch) → ms, undefined when absent. */
+function metricsBound(v, what) {
+  if (v == null) return undefined
+  const t = v instanceof Date ? v.getTime() : v
+  if (typeof t !== 'number' || !Number.isFinite(t)) throw new InvalidArgumentError(`${what} must be a Date`)
+  return t
 }
 
 /** The workspace's filesystem: its size and what is used of it. */
