@@ -141,3 +141,51 @@ test('getMetrics({ start, end }): the samples taken in that range, none before t
   await assert.rejects(sbx.getMetrics({ start: t1, end: t0 }), InvalidArgumentError)
   await assert.rejects(sbx.getMetrics({ start: 'yesterday' }), InvalidArgumentError)
 })
+
+test("metadata is the file's user.e2b.* extended attributes: a program's are read, rename keeps, overwrite clears", async () => {
+  await sbx.files.write('x/m.txt', 'x')
+  const abs = '/home/user/x/m.txt'
+  await sbx.commands.run(`python3 -c "import os; os.setxattr('${abs}', 'user.e2b.author', b'mish')"`)
+  assert.deepEqual((await sbx.files.getInfo('x/m.txt')).metadata, { author: 'mish' })
+  await sbx.files.write('x/m.txt', 'y', { metadata: { Purpose: 'up' } })
+  // What the write gives replaces what the file had, keys lowercased as E2B's.
+  assert.deepEqual((await sbx.files.getInfo(abs)).metadata, { purpose: 'up' })
+  const inBox = await sbx.commands.run(
+    `python3 -c "import os; print(os.getxattr('${abs}', 'user.e2b.purpose').decode())"`,
+  )
+  assert.equal(inBox.stdout.trim(), 'up')
+  assert.deepEqual((await sbx.files.rename('x/m.txt', 'x/n.txt')).metadata, { purpose: 'up' })
+  assert.deepEqual((await sbx.files.list('x')).find((e) => e.name === 'n.txt').metadata, { purpose: 'up' })
+  // A command that moves the file carries them too.
+  await sbx.commands.run('mv /home/user/x/n.txt /tmp/n.txt')
+  assert.deepEqual((await sbx.files.getInfo('/tmp/n.txt')).metadata, { purpose: 'up' })
+  await sbx.files.write('/tmp/n.txt', 'z')
+  assert.equal((await sbx.files.getInfo('/tmp/n.txt')).metadata, undefined)
+})
+
+test('what files.write and makeDir create is owned by the user commands run as; user: "root" gives it to root', async () => {
+  const who = (await sbx.commands.run('id -un')).stdout.trim()
+  await sbx.files.write('own/a/f.txt', 'f')
+  await sbx.files.makeDir('own/d/e')
+  for (const p of ['own', 'own/a', 'own/a/f.txt', 'own/d', 'own/d/e']) {
+    const info = await sbx.files.getInfo(p)
+    assert.equal(info.owner, who, p)
+    assert.equal(info.group, (await sbx.commands.run('id -gn')).stdout.trim(), p)
+  }
+  await sbx.files.write('/tmp/root-owned.txt', 'r', { user: 'root' })
+  assert.equal((await sbx.files.getInfo('/tmp/root-owned.txt')).owner, 'root')
+  assert.equal((await sbx.commands.run('id -un', { user: 'root' })).stdout.trim(), 'root')
+  await assert.rejects(sbx.files.write('/tmp/u.txt', 'u', { user: '' }), InvalidArgumentError)
+})
+
+test('commands.kill and pty.kill resolve once the process is gone', async () => {
+  for (let i = 0; i < 3; i++) {
+    const term = await sbx.pty.create({ cols: 80, rows: 24, onData: () => {} })
+    assert.equal(await sbx.pty.kill(term.pid), true)
+    assert.notEqual((await sbx.commands.run(`kill -0 ${term.pid}`).catch((e) => e)).exitCode, 0)
+    const bg = await sbx.commands.run('sleep 60', { background: true })
+    assert.equal(await sbx.commands.kill(bg.pid), true)
+    assert.notEqual((await sbx.commands.run(`kill -0 ${bg.pid}`).catch((e) => e)).exitCode, 0)
+    assert.equal(await sbx.commands.kill(bg.pid), false)
+  }
+})

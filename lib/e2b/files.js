@@ -29,8 +29,21 @@ function permissions(mode, type) {
   return s
 }
 
-/** E2B's EntryInfo for a machine entry (`metadata`: what this sandbox's writes attached). */
-function entryInfo(e, metadata) {
+/** E2B keeps a file's metadata as extended attributes named this, then the key. */
+const METADATA_XATTR = 'user.e2b.'
+
+/** The metadata a machine entry's `user.e2b.*` attributes hold; undefined for none. */
+function metadataOf(e) {
+  const out = {}
+  for (const [k, v] of Object.entries(e.xattrs ?? {})) {
+    if (k.startsWith(METADATA_XATTR)) out[k.slice(METADATA_XATTR.length)] = v
+  }
+  return Object.keys(out).length ? out : undefined
+}
+
+/** E2B's EntryInfo for a machine entry. */
+function entryInfo(e) {
+  const metadata = metadataOf(e)
   const type = FILE_TYPES.has(e.type) ? e.type : undefined
   const info = {
     name: e.name,
@@ -102,8 +115,6 @@ function checkMetadata(m) {
 
 class Filesystem {
   #box
-  /** Absolute path → the metadata a write attached (kept by this process; see docs/e2b.md). */
-  #metadata = new Map()
 
   /** `box`: the sandbox's machine access (see lib/e2b/sandbox.js). */
   constructor(box) {
@@ -150,9 +161,10 @@ class Filesystem {
     const metadata = checkMetadata(opts?.metadata)
     const abs = boxPath(p)
     const bytes = await bytesOf(data)
-    await this.#call(() => this.#box.machine.writeFile(abs, bytes))
-    if (metadata) this.#metadata.set(abs, metadata)
-    else this.#metadata.delete(abs)
+    const owner = await this.#owner(opts)
+    // The file's metadata becomes exactly what this write gives (none clears what it had).
+    const xattrs = Object.fromEntries(Object.entries(metadata ?? {}).map(([k, v]) => [METADATA_XATTR + k, v]))
+    await this.#call(() => this.#box.machine.writeFile(abs, bytes, { owner, xattrs, clearXattrs: METADATA_XATTR }))
     const info = { name: path.posix.basename(abs), type: 'file', path: abs }
     if (metadata) info.metadata = { ...metadata }
     return info
@@ -180,7 +192,7 @@ class Filesystem {
     const entries = await this.#call(() => this.#box.machine.list(abs, { depth }))
     // E2B's order: depth first, each directory followed by what is under it, names sorted.
     entries.sort((a, b) => comparePaths(a.path, b.path))
-    return entries.map((e) => entryInfo(e, this.#metadata.get(e.path)))
+    return entries.map((e) => entryInfo(e))
   }
 
   async exists(p) {
@@ -198,7 +210,7 @@ class Filesystem {
   async getInfo(p) {
     const abs = boxPath(p)
     const e = await this.#call(() => this.#box.machine.stat(abs))
-    return entryInfo(e, this.#metadata.get(abs))
+    return entryInfo(e)
   }
 
   /** Removes a file, a symlink or a directory with everything in it; a missing path is fine. */
@@ -209,13 +221,13 @@ class Filesystem {
     } catch (e) {
       if (!(e instanceof FileNotFoundError)) throw e
     }
-    this.#forget(abs)
   }
 
   /** Creates a directory and its parents; false when it already existed. */
-  async makeDir(p) {
+  async makeDir(p, opts) {
     const abs = boxPath(p)
-    return await this.#call(() => this.#box.machine.mkdir(abs))
+    const owner = await this.#owner(opts)
+    return await this.#call(() => this.#box.machine.mkdir(abs, { owner }))
   }
 
   /** Moves a file or directory; resolves to the EntryInfo at its new path. */
@@ -223,20 +235,21 @@ class Filesystem {
     const from = boxPath(oldPath, 'oldPath')
     const to = boxPath(newPath, 'newPath')
     await this.#call(() => this.#box.machine.rename(from, to))
-    const moved = Array.from(this.#metadata).filter(([k]) => k === from || k.startsWith(`${from}/`))
-    for (const [k] of moved) this.#metadata.delete(k)
-    for (const [k, v] of moved) this.#metadata.set(to + k.slice(from.length), v)
     return this.getInfo(to)
   }
 
   /** Watches a directory: `onEvent({ name, type, entry? })` per change, names relative to it. */
   async watchDir(p, onEvent, opts = {}) {
     const abs = boxPath(p)
-    return watchDir(this.#box, abs, onEvent, opts ?? {}, (e) => entryInfo(e, this.#metadata.get(e.path)))
+    return watchDir(this.#box, abs, onEvent, opts ?? {}, (e) => entryInfo(e))
   }
 
-  #forget(abs) {
-    for (const k of this.#metadata.keys()) if (k === abs || k.startsWith(`${abs}/`)) this.#metadata.delete(k)
+  /** Who owns what a write or makeDir creates: E2B's `user` option (default `user`), where the
+   * machine can run as that user; else (one uid mapped into the box) nobody but root. */
+  async #owner(opts) {
+    const user = opts?.user ?? 'user'
+    if (typeof user !== 'string' || user === '') throw new InvalidArgumentError('user must be a user name')
+    return (await this.#box.account(user)).user
   }
 }
 

@@ -34,11 +34,50 @@ const E2B_TEMPLATES = new Set(['code-interpreter-v1', 'code-interpreter-beta', '
 /** This package's Sandbox options that the E2B options set, so `kern` may not. */
 const OWNED = ['image', 'env', 'network', 'boxWorkspace']
 /** Run once per machine, as root: whether the image has bash, and E2B's `user` (uid 1000, home
- * /home/user) added where the image has none and its /etc is writable. */
+ * /home/user) added where the image has none and its /etc is writable; its uid. */
 const SETUP =
   '[ -x /bin/bash ] && echo shell=bash; ' +
   'id -u user >/dev/null 2>&1 || { echo "user:x:1000:1000:user:/home/user:/bin/sh" >> /etc/passwd && ' +
-  'echo "user:x:1000:" >> /etc/group; } 2>/dev/null; id -u user >/dev/null 2>&1 && echo user=yes'
+  'echo "user:x:1000:" >> /etc/group; } 2>/dev/null; id -u user >/dev/null 2>&1 && echo user=yes uid=$(id -u user)'
+/** The capabilities an E2B sandbox's box drops: all but what root needs to become E2B's `user`
+ * (sudo, su) and to give it files (CHOWN, DAC_OVERRIDE, FOWNER, FSETID, KILL, SETUID, SETGID,
+ * AUDIT_WRITE: Docker's defaults without the network and device ones). They only matter where the
+ * host maps a uid range into the box; `kern: { capDrop }` replaces the list. */
+const E2B_CAP_DROP = [
+  'AUDIT_CONTROL',
+  'AUDIT_READ',
+  'BLOCK_SUSPEND',
+  'BPF',
+  'CHECKPOINT_RESTORE',
+  'DAC_READ_SEARCH',
+  'IPC_LOCK',
+  'IPC_OWNER',
+  'LEASE',
+  'LINUX_IMMUTABLE',
+  'MAC_ADMIN',
+  'MAC_OVERRIDE',
+  'MKNOD',
+  'NET_ADMIN',
+  'NET_BIND_SERVICE',
+  'NET_BROADCAST',
+  'NET_RAW',
+  'PERFMON',
+  'SETFCAP',
+  'SETPCAP',
+  'SYS_ADMIN',
+  'SYS_BOOT',
+  'SYS_CHROOT',
+  'SYS_MODULE',
+  'SYS_NICE',
+  'SYS_PACCT',
+  'SYS_PTRACE',
+  'SYS_RAWIO',
+  'SYS_RESOURCE',
+  'SYS_TIME',
+  'SYS_TTY_CONFIG',
+  'SYSLOG',
+  'WAKE_ALARM',
+]
 
 /** Whether the core gives machines an egress policy (`sbx.machine({ network })`,
  * `machine.updateNetwork`). Without it a sandbox's network is the session's `true` or `false`. */
@@ -79,6 +118,7 @@ function coreOptions(template, opts) {
   }
   return {
     trackFiles: false, // E2B reports no per-call file changes; spare the bookkeeping
+    capDrop: E2B_CAP_DROP,
     ...kern,
     image: template === undefined || E2B_TEMPLATES.has(template) ? DEFAULTS.image : template,
     // E2B's user has its home at /home/user: `~` and $HOME mean the workspace there too.
@@ -482,19 +522,26 @@ class Sandbox {
     return this.#setup
   }
 
-  /** The image's shell, and whether commands can run as E2B's `user` (uid 1000 able to write
-   * /home/user); else they run as root with the user's HOME. */
+  /** The image's shell, and whether commands run as E2B's `user`: the box must really switch to
+   * its uid (the host maps a uid range into the box, and root keeps SETUID/SETGID) and the user
+   * must own /home/user (given to it here when the workspace is the sandbox's own). Else they run
+   * as root with the user's HOME. */
   async #probe() {
     const r = await this.#machine.exec(['/bin/sh', '-c', SETUP], { timeoutS: 30 })
     const shell = /shell=bash/.test(r.stdout) ? ['/bin/bash', '-l', '-c'] : ['/bin/sh', '-c']
-    let user = false
-    if (/user=yes/.test(r.stdout)) {
-      const t = await this.#machine
-        .exec(['/bin/sh', '-c', 'test -w /home/user'], { user: 'user', env: { HOME }, timeoutS: 30 })
-        .catch(() => null)
-      user = t !== null && t.exitCode === 0
+    const uid = /user=yes uid=(\d+)/.exec(r.stdout)?.[1]
+    if (uid === undefined || uid === '0') return { shell, user: false }
+    const asUser = (cmd) =>
+      this.#machine.exec(['/bin/sh', '-c', cmd], { user: 'user', env: { HOME }, timeoutS: 30 }).catch(() => null)
+    // A box with one uid mapped stays root whatever it is asked: ask the process who it is.
+    const who = await asUser('id -u')
+    if (who?.stdout.trim() !== uid) return { shell, user: false }
+    let home = await asUser(`test -w ${HOME}`)
+    if (home?.exitCode !== 0 && this.#core.workspace === undefined) {
+      await this.#machine.exec(['chown', '-R', 'user:', HOME], { timeoutS: 30 }).catch(() => null)
+      home = await asUser(`test -w ${HOME}`)
     }
-    return { shell, user }
+    return { shell, user: home?.exitCode === 0 }
   }
 
   /** How a process runs for E2B's `user` option: the machine's `user`, its home, its env. */
@@ -502,9 +549,8 @@ class Sandbox {
     if (user === 'root') return { user: 'root', home: '/root', env: { HOME: '/root', USER: 'root', LOGNAME: 'root' } }
     if (user !== 'user') return { user, home: HOME, env: {} }
     const { user: asUser } = await this.#request(() => this.#probed())
-    return asUser
-      ? { user: 'user', home: HOME, env: { HOME, USER: 'user', LOGNAME: 'user' } }
-      : { user: undefined, home: HOME, env: { HOME } }
+    const env = { HOME, USER: 'user', LOGNAME: 'user' }
+    return asUser ? { user: 'user', home: HOME, env } : { user: undefined, home: HOME, env }
   }
 
   /** A started kernel for a context language, inside the machine: Python (IPython-style cells)
