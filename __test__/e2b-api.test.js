@@ -189,3 +189,13 @@ test('commands.kill and pty.kill resolve once the process is gone', async () => 
     assert.equal(await sbx.commands.kill(bg.pid), false)
   }
 })
+
+test("a figure plt.show() displays is a Result with its PNG, its text/plain repr and an empty extra (E2B's display data)", async () => {
+  const ex = await sbx.runCode('import matplotlib.pyplot as plt\nplt.plot([0, 1], [1, 0])\nplt.show()')
+  assert.equal(ex.error, undefined, ex.error && ex.error.traceback)
+  const [r] = ex.results
+  assert.ok(r.png)
+  assert.equal(r.text, '<Figure size 640x480 with 1 Axes>')
+  assert.deepEqual(r.extra, {})
+  assert.deepEqual(r.formats(), ['png'])
+})
