@@ -199,3 +199,9 @@ test("a figure plt.show() displays is a Result with its PNG, its text/plain repr
   assert.deepEqual(r.extra, {})
   assert.deepEqual(r.formats(), ['png'])
 })
+
+test('files.write for another user of the image: theirs where the box switches users, else root, as commands', async () => {
+  const who = (await sbx.commands.run('id -un', { user: 'nobody' }).catch((e) => e)).stdout.trim()
+  await sbx.files.write('/tmp/nobody.txt', 'n', { user: 'nobody' })
+  assert.equal((await sbx.files.getInfo('/tmp/nobody.txt')).owner, who)
+})

@@ -245,11 +245,12 @@ class Filesystem {
   }
 
   /** Who owns what a write or makeDir creates: E2B's `user` option (default `user`), where the
-   * machine can run as that user; else (one uid mapped into the box) nobody but root. */
+   * machine runs processes as the users asked for; else (one uid mapped into the box, or a
+   * workspace the user cannot write) root, as the commands are. */
   async #owner(opts) {
     const user = opts?.user ?? 'user'
     if (typeof user !== 'string' || user === '') throw new InvalidArgumentError('user must be a user name')
-    return (await this.#box.account(user)).user
+    return (await this.#box.switchesUser()) ? user : undefined
   }
 }
 

@@ -217,6 +217,8 @@ class Sandbox {
       guard: (start, classes) => this.#request(start, classes),
       shell: async () => (await this.#request(() => this.#probed())).shell,
       account: async (user) => this.#account(user),
+      /** Whether processes really run as the user asked for (the box maps a uid range). */
+      switchesUser: async () => (await this.#request(() => this.#probed())).user,
       /** Runs `fn` at kill(); returns what unregisters it. */
       onKill: (fn) => (this.#onKill.add(fn), () => this.#onKill.delete(fn)),
     }
