@@ -787,6 +787,20 @@ export interface MachineEntry {
   /** Owner and group names (or numeric ids as strings where the image has no name). */
   owner: string
   group: string
+  /** Its extended attributes in the `user.` namespace (full names), `{}` for none. */
+  xattrs: Record<string, string>
+}
+
+export interface MachineWriteFileOptions {
+  /** Permission bits (also applied to an existing file). */
+  mode?: number
+  /** A user of the box (name or uid) that owns the file and the parents this call creates (an
+   * existing file keeps its owner). Needs that uid mapped into the box. */
+  owner?: string
+  /** Extended attributes to set, each named in the `user.` namespace. */
+  xattrs?: Record<string, string>
+  /** Extended attributes whose names start with this (a `user.` prefix) are removed first. */
+  clearXattrs?: string
 }
 
 export type WatchEventType = 'create' | 'write' | 'remove' | 'rename' | 'chmod'
@@ -851,7 +865,7 @@ export class Machine {
   attach(pid: number, opts?: AttachOptions): Promise<Process>
   readFile(path: string, opts?: { maxBytes?: number }): Promise<Buffer>
   /** Parents created. */
-  writeFile(path: string, data: string | Buffer | Uint8Array, opts?: { mode?: number }): Promise<void>
+  writeFile(path: string, data: string | Buffer | Uint8Array, opts?: MachineWriteFileOptions): Promise<void>
   /** Entries below `path`, `depth` levels (default 1). */
   list(path: string, opts?: { depth?: number }): Promise<MachineEntry[]>
   /** The entry (a symlink itself, not followed). Missing: SandboxError with code ERR_NOT_FOUND. */
@@ -859,8 +873,9 @@ export class Machine {
   /** Files, symlinks, and directory trees. Missing: SandboxError ERR_NOT_FOUND. */
   remove(path: string): Promise<void>
   rename(from: string, to: string): Promise<void>
-  /** Creates a directory and its parents; resolves false when it already existed. */
-  mkdir(path: string): Promise<boolean>
+  /** Creates a directory and its parents; resolves false when it already existed. `owner` (a user
+   * name or uid of the box) owns the directories this call creates. */
+  mkdir(path: string, opts?: { owner?: string }): Promise<boolean>
   /** Watches a directory. Missing path or a file: SandboxError. */
   watch(path: string, onEvent: (event: WatchEvent) => void, opts?: { recursive?: boolean }): Promise<Watcher>
   /** A host address (127.0.0.1 only) reaching `port` on the machine's loopback. Idempotent per port. */

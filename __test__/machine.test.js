@@ -221,6 +221,35 @@ test('files: write, read, stat, list, mkdir, rename and remove anywhere in the m
   await assert.rejects(m.readFile('/tmp/big', { maxBytes: 100 }), coded('ERR_TOO_LARGE'))
 })
 
+test('files: writeFile sets and clears user.* extended attributes; entries report them; owner', async (t) => {
+  const { m } = await machine(t)
+  await m.writeFile('/tmp/x/a.txt', 'a', { xattrs: { 'user.e2b.k': 'v', 'user.other': 'o' } })
+  assert.deepEqual((await m.stat('/tmp/x/a.txt')).xattrs, { 'user.e2b.k': 'v', 'user.other': 'o' })
+  assert.deepEqual((await m.stat('/tmp/x')).xattrs, {})
+  // Set in the box by a program: reported too.
+  await m.exec(['python3', '-c', "import os; os.setxattr('/tmp/x/a.txt', 'user.e2b.by', b'prog')"])
+  const [listed] = await m.list('/tmp/x')
+  assert.equal(listed.xattrs['user.e2b.by'], 'prog')
+  // clearXattrs removes that prefix only, before the new ones are set; a rename keeps them.
+  await m.writeFile('/tmp/x/a.txt', 'b', { clearXattrs: 'user.e2b.', xattrs: { 'user.e2b.n': '1' } })
+  await m.rename('/tmp/x/a.txt', '/tmp/x/b.txt')
+  assert.deepEqual((await m.stat('/tmp/x/b.txt')).xattrs, { 'user.e2b.n': '1', 'user.other': 'o' })
+  await m.writeFile('/tmp/x/b.txt', 'c')
+  assert.deepEqual((await m.stat('/tmp/x/b.txt')).xattrs, { 'user.e2b.n': '1', 'user.other': 'o' })
+  for (const bad of [{ xattrs: { 'trusted.k': 'v' } }, { xattrs: { 'user.': 'v' } }, { clearXattrs: 'security.' }]) {
+    await assert.rejects(m.writeFile('/tmp/x/c.txt', 'c', bad), coded('ERR_INVALID_OPTION'))
+  }
+  await assert.rejects(m.writeFile('/tmp/x/c.txt', 'c', { xattrs: { 'user.k': 1 } }), TypeError)
+  // owner: a user of the box owns what the call creates (root here: the one uid every box maps).
+  await m.writeFile('/tmp/o/p/f.txt', 'f', { owner: 'root' })
+  assert.equal((await m.stat('/tmp/o/p/f.txt')).owner, 'root')
+  assert.equal(await m.mkdir('/tmp/o/q', { owner: '0' }), true)
+  await assert.rejects(m.writeFile('/tmp/o/g.txt', 'g', { owner: 'no-such-user' }), coded('ERR_INVALID_OPTION'))
+  await assert.rejects(m.mkdir('/tmp/o/r', { owner: 'no-such-user' }), coded('ERR_INVALID_OPTION'))
+  assert.equal((await m.exec('ls /tmp/o')).stdout, 'p\nq\n', 'a refused call creates nothing')
+  await assert.rejects(m.mkdir('/tmp/o/r', { owner: 7 }), TypeError)
+})
+
 test('files: a symlink planted in the machine resolves inside the machine, never on the host', async (t) => {
   const { m } = await machine(t)
   await m.exec('ln -s /etc/hostname /tmp/h')

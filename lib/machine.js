@@ -222,8 +222,21 @@ class Machine {
 
   async writeFile(p, data, opts = {}) {
     checkPath('path', p)
-    const mode = optionsBag('writeFile', opts).mode
-    await callNative(() => this.#native.writeFile(p, bytesOf(data), mode))
+    const { mode, owner, xattrs, clearXattrs } = optionsBag('writeFile', opts)
+    checkOwner(owner)
+    if (xattrs != null && (typeof xattrs !== 'object' || Array.isArray(xattrs) || !isStringRecord(xattrs))) {
+      throw new TypeError(`xattrs must be an object of strings, got ${show(xattrs)}`)
+    }
+    if (clearXattrs != null && typeof clearXattrs !== 'string') {
+      throw new TypeError(`clearXattrs must be a string, got ${show(clearXattrs)}`)
+    }
+    await callNative(() =>
+      this.#native.writeFile(p, bytesOf(data), mode, {
+        owner: owner ?? undefined,
+        xattrs: xattrs ?? undefined,
+        clearXattrs: clearXattrs ?? undefined,
+      }),
+    )
   }
 
   async list(p, opts = {}) {
@@ -248,9 +261,11 @@ class Machine {
     await callNative(() => this.#native.rename(from, to))
   }
 
-  async mkdir(p) {
+  async mkdir(p, opts = {}) {
     checkPath('path', p)
-    return await callNative(() => this.#native.mkdir(p))
+    const { owner } = optionsBag('mkdir', opts)
+    checkOwner(owner)
+    return await callNative(() => this.#native.mkdir(p, owner ?? null))
   }
 
   async watch(p, onEvent, opts = {}) {
@@ -349,7 +364,19 @@ function entry(e) {
     symlinkTarget: e.symlinkTarget ?? null,
     owner: e.owner,
     group: e.group,
+    xattrs: e.xattrs ?? {},
   }
+}
+
+/** writeFile's and mkdir's `owner`: a user name or uid of the box, as a string. */
+function checkOwner(owner) {
+  if (owner != null && (typeof owner !== 'string' || owner === '' || owner.includes('\0'))) {
+    throw new TypeError(`owner must be a user name or uid (a non-empty string), got ${show(owner)}`)
+  }
+}
+
+function isStringRecord(o) {
+  return Object.values(o).every((v) => typeof v === 'string')
 }
 
 /** Sandbox#machine(): the native side checks the options, starts the box and exposes the ports

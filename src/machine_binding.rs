@@ -1,6 +1,7 @@
 //! The napi face of a machine: `NativeMachine`, which lib/machine.js wraps. Options arrive as
 //! plain objects and are checked once, by options.rs, before anything reaches the agent.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -33,6 +34,19 @@ pub struct NativeSpawned {
     pub pid: u32,
     /// The id of the callbacks given to spawn, for detach().
     pub sub: u32,
+}
+
+/// What a file write sets besides the data (writeFile's options past `mode`; lib/machine.js
+/// checks them).
+#[napi(object)]
+#[derive(Default)]
+pub struct FileAttrs {
+    /// A user of the box (name or uid) to own the file and the parents the write creates.
+    pub owner: Option<String>,
+    /// `user.*` extended attributes to set.
+    pub xattrs: Option<HashMap<String, String>>,
+    /// Extended attributes with this prefix are removed first.
+    pub clear_xattrs: Option<String>,
 }
 
 #[napi]
@@ -307,8 +321,14 @@ impl NativeMachine {
         path: String,
         data: Buffer,
         #[napi(ts_arg_type = "number | null")] mode: Option<Unknown<'e>>,
+        attrs: Option<FileAttrs>,
     ) -> napi::Result<PromiseRaw<'e, ()>> {
         let mode = options::file_mode(mode)?;
+        let FileAttrs {
+            owner,
+            xattrs,
+            clear_xattrs,
+        } = attrs.unwrap_or_default();
         let path = self.inner.path(&path)?;
         if data.len() > crate::machine::wire::MAX_PAYLOAD {
             return Err(Error::TooLarge(
@@ -319,8 +339,14 @@ impl NativeMachine {
         let m = self.inner.clone();
         let data = data.to_vec();
         promise(env, async move {
-            m.file_op("write_file", json!({"path": path, "mode": mode}), &data)
-                .await?;
+            let req = json!({
+                "path": path,
+                "mode": mode,
+                "owner": owner,
+                "xattrs": xattrs,
+                "clear_xattrs": clear_xattrs,
+            });
+            m.file_op("write_file", req, &data).await?;
             Ok(())
         })
     }
@@ -377,11 +403,18 @@ impl NativeMachine {
     }
 
     #[napi(ts_return_type = "Promise<boolean>")]
-    pub fn mkdir<'e>(&self, env: &'e Env, path: String) -> napi::Result<PromiseRaw<'e, bool>> {
+    pub fn mkdir<'e>(
+        &self,
+        env: &'e Env,
+        path: String,
+        owner: Option<String>,
+    ) -> napi::Result<PromiseRaw<'e, bool>> {
         let path = self.inner.path(&path)?;
         let m = self.inner.clone();
         promise(env, async move {
-            let r = m.file_op("mkdir", json!({ "path": path }), &[]).await?;
+            let r = m
+                .file_op("mkdir", json!({ "path": path, "owner": owner }), &[])
+                .await?;
             Ok(r.head
                 .get("created")
                 .and_then(Value::as_bool)

@@ -1,8 +1,10 @@
 //! File requests, resolved in the box's own mount namespace (this process lives in it, so a
 //! symlink can only lead somewhere inside the box).
 
+use std::collections::BTreeMap;
 use std::fs::{self, DirBuilder, File, Metadata, OpenOptions};
 use std::io::{self, Read, Write};
+use std::os::unix::fs::fchown;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -10,8 +12,9 @@ use serde_json::{json, Value};
 
 use crate::error::{self, Fail};
 use crate::proto::{Request, MAX_PAYLOAD};
-use crate::users::Names;
+use crate::users::{self, Names, User};
 use crate::writer::Reply;
+use crate::xattrs;
 
 /// A `list` answer stops being useful (and its header becomes huge) beyond this.
 const MAX_ENTRIES: usize = 200_000;
@@ -28,12 +31,31 @@ pub fn absolute(cwd: &Path, path: &str) -> Result<PathBuf, Fail> {
 pub fn handle(cwd: &Path, req: Request, payload: Vec<u8>) -> Result<Reply, Fail> {
     match req {
         Request::Read { path, max } => read(&absolute(cwd, &path)?, max),
-        Request::WriteFile { path, mode } => write_file(&absolute(cwd, &path)?, mode, &payload),
+        Request::WriteFile {
+            path,
+            mode,
+            owner,
+            xattrs,
+            clear_xattrs,
+        } => {
+            let attrs = Attrs::new(xattrs.unwrap_or_default(), clear_xattrs)?;
+            let owner = owner.as_deref().map(users::lookup).transpose()?;
+            write_file(
+                &absolute(cwd, &path)?,
+                mode,
+                owner.as_ref(),
+                &attrs,
+                &payload,
+            )
+        }
         Request::List { path, depth } => list(&absolute(cwd, &path)?, depth),
         Request::Stat { path } => stat(&absolute(cwd, &path)?),
         Request::Remove { path } => remove(&absolute(cwd, &path)?),
         Request::Rename { from, to } => rename(&absolute(cwd, &from)?, &absolute(cwd, &to)?),
-        Request::Mkdir { path } => mkdir(&absolute(cwd, &path)?),
+        Request::Mkdir { path, owner } => {
+            let owner = owner.as_deref().map(users::lookup).transpose()?;
+            mkdir(&absolute(cwd, &path)?, owner.as_ref())
+        }
         other => Err(Fail::invalid(format!("not a file request: {other:?}"))),
     }
 }
@@ -93,6 +115,49 @@ fn read_up_to(file: File, limit: u64) -> io::Result<Vec<u8>> {
     }
 }
 
+/// What a write does to the file's extended attributes.
+struct Attrs {
+    set: BTreeMap<String, String>,
+    clear: Option<String>,
+}
+
+impl Attrs {
+    fn new(set: BTreeMap<String, String>, clear: Option<String>) -> Result<Attrs, Fail> {
+        for name in set.keys().chain(clear.iter()) {
+            if !xattrs::valid_name(name) {
+                return Err(Fail::invalid(format!(
+                    "extended attribute {name:?}: only names in the user. namespace"
+                )));
+            }
+        }
+        Ok(Attrs { set, clear })
+    }
+
+    fn any(&self) -> bool {
+        !self.set.is_empty() || self.clear.is_some()
+    }
+}
+
+/// The directories above `path` that do not exist yet, outermost first.
+fn missing_ancestors(path: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = path
+        .ancestors()
+        .skip(1)
+        .take_while(|a| !a.as_os_str().is_empty() && fs::symlink_metadata(a).is_err())
+        .map(Path::to_path_buf)
+        .collect();
+    out.reverse();
+    out
+}
+
+/// Gives `dirs` (made by this request) to `owner`.
+fn chown_all(dirs: &[PathBuf], owner: &User) -> Result<(), Fail> {
+    for d in dirs {
+        std::os::unix::fs::chown(d, Some(owner.uid), Some(owner.gid)).map_err(io_fail(d))?;
+    }
+    Ok(())
+}
+
 fn create_parents(path: &Path) -> Result<(), Fail> {
     match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => DirBuilder::new()
@@ -111,8 +176,19 @@ fn create_parents(path: &Path) -> Result<(), Fail> {
     }
 }
 
-fn write_file(path: &Path, mode: Option<u32>, data: &[u8]) -> Result<Reply, Fail> {
+fn write_file(
+    path: &Path,
+    mode: Option<u32>,
+    owner: Option<&User>,
+    attrs: &Attrs,
+    data: &[u8],
+) -> Result<Reply, Fail> {
+    let made = owner.map(|_| missing_ancestors(path)).unwrap_or_default();
+    let existed = owner.is_some() && fs::symlink_metadata(path).is_ok();
     create_parents(path)?;
+    if let Some(owner) = owner {
+        chown_all(&made, owner)?;
+    }
     let mut file = OpenOptions::new()
         .write(true)
         .create(true)
@@ -125,6 +201,13 @@ fn write_file(path: &Path, mode: Option<u32>, data: &[u8]) -> Result<Reply, Fail
         // Also for an existing file, and past the umask for a new one.
         file.set_permissions(fs::Permissions::from_mode(mode))
             .map_err(io_fail(path))?;
+    }
+    if let Some(owner) = owner.filter(|_| !existed) {
+        // A file this write made is the owner's, as if the owner had written it.
+        fchown(&file, Some(owner.uid), Some(owner.gid)).map_err(io_fail(path))?;
+    }
+    if attrs.any() {
+        xattrs::replace(&file, attrs.clear.as_deref(), &attrs.set).map_err(io_fail(path))?;
     }
     file.write_all(data).map_err(io_fail(path))?;
     Ok(Reply::default())
@@ -155,7 +238,8 @@ fn entry(path: &Path, meta: &Metadata, names: &Names) -> Value {
         .flatten()
         .map(|t| t.to_string_lossy().into_owned());
     let mtime = meta.mtime() as f64 * 1000.0 + meta.mtime_nsec() as f64 / 1e6;
-    json!({
+    let attrs = xattrs::user_attrs(path);
+    let mut e = json!({
         "name": name,
         "path": path,
         "type": kind(meta),
@@ -167,7 +251,11 @@ fn entry(path: &Path, meta: &Metadata, names: &Names) -> Value {
         "gid": meta.gid(),
         "owner": names.user(meta.uid()),
         "group": names.group(meta.gid()),
-    })
+    });
+    if !attrs.is_empty() {
+        e["xattrs"] = json!(attrs);
+    }
+    e
 }
 
 fn list(path: &Path, depth: u32) -> Result<Reply, Fail> {
@@ -253,7 +341,7 @@ fn rename(from: &Path, to: &Path) -> Result<Reply, Fail> {
     Ok(Reply::default())
 }
 
-fn mkdir(path: &Path) -> Result<Reply, Fail> {
+fn mkdir(path: &Path, owner: Option<&User>) -> Result<Reply, Fail> {
     match fs::metadata(path) {
         Ok(meta) if meta.is_dir() => return Ok(Reply::with(json!({"created": false}))),
         Ok(_) => {
@@ -265,10 +353,15 @@ fn mkdir(path: &Path) -> Result<Reply, Fail> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(Fail::io(&e, &path.to_string_lossy())),
     }
+    let mut made = owner.map(|_| missing_ancestors(path)).unwrap_or_default();
     DirBuilder::new()
         .recursive(true)
         .mode(0o755)
         .create(path)
         .map_err(io_fail(path))?;
+    if let Some(owner) = owner {
+        made.push(path.to_path_buf());
+        chown_all(&made, owner)?;
+    }
     Ok(Reply::with(json!({"created": true})))
 }

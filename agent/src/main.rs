@@ -23,6 +23,7 @@ mod thread;
 mod users;
 mod watch;
 mod writer;
+mod xattrs;
 
 use std::os::unix::net::UnixStream;
 

@@ -185,6 +185,15 @@ pub enum Request {
         path: String,
         #[serde(default)]
         mode: Option<u32>,
+        /// A user (name or uid) to own the file and the parents the write creates.
+        #[serde(default)]
+        owner: Option<String>,
+        /// `user.*` extended attributes to set on the file.
+        #[serde(default)]
+        xattrs: Option<std::collections::BTreeMap<String, String>>,
+        /// Extended attributes with this prefix (in `user.`) are removed first.
+        #[serde(default)]
+        clear_xattrs: Option<String>,
     },
     List {
         path: String,
@@ -203,6 +212,9 @@ pub enum Request {
     },
     Mkdir {
         path: String,
+        /// A user (name or uid) to own the directories created.
+        #[serde(default)]
+        owner: Option<String>,
     },
     Watch {
         path: String,

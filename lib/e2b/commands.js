@@ -68,6 +68,9 @@ async function launchOptions(box, opts) {
 /** The processes of one sandbox, for commands and PTYs alike: what E2B lists of the ones this
  * sandbox started (`{ cmd, args, envs, cwd, pty, process }` by pid, until each exits), and the
  * machine's Process for any pid. */
+/** How long kill() waits for a SIGKILLed process to be gone. */
+const KILL_WAIT_MS = 5000
+
 class ProcessTable {
   #box
   #started = new Map()
@@ -117,11 +120,19 @@ class ProcessTable {
     return p
   }
 
-  /** SIGKILL; false when there is no such process (or it already ended). */
+  /** SIGKILL; false when there is no such process (or it already ended). Resolves once the
+   * process is gone (as E2B's: a `kill -0 pid` after it fails), or after KILL_WAIT_MS for one the
+   * kernel holds (uninterruptible sleep). */
   async kill(pid) {
     const p = await this.get(pid)
     if (!p) return false
     const killed = await this.#box.guard(() => p.kill('SIGKILL'))
+    if (killed) {
+      let timer
+      const late = new Promise((resolve) => (timer = setTimeout(resolve, KILL_WAIT_MS)))
+      await Promise.race([p.wait().catch(() => {}), late])
+      clearTimeout(timer)
+    }
     if (p !== this.#started.get(pid)?.process) p.detach()
     return killed
   }

@@ -251,6 +251,24 @@ export interface SandboxInfo {
   sandboxDomain?: string
 }
 
+/** `connect()`'s options (`apiKey` and the other connection options are accepted and ignored). */
+export interface SandboxConnectOpts {
+  /** The lifetime from now, if that is later than the sandbox's end. */
+  timeoutMs?: number
+  /** E2B's debug mode: no API; here a sandbox under that id is started when none has it. */
+  debug?: boolean
+  [option: string]: unknown
+}
+
+/** `getMetrics()`'s time range. */
+export interface SandboxMetricsOpts {
+  /** Default: the sandbox's start. */
+  start?: Date
+  /** Default: now. */
+  end?: Date
+  [option: string]: unknown
+}
+
 /** One sample of the sandbox's resource use (`getMetrics()`). */
 export interface SandboxMetrics {
   timestamp: Date
@@ -297,7 +315,7 @@ export interface WriteInfo {
   type?: FileType | `${FileType}`
   /** Absolute path in the sandbox. */
   path: string
-  /** The metadata written with it (kept by this process: see docs/e2b.md). */
+  /** The file's metadata: its `user.e2b.*` extended attributes. */
   metadata?: Record<string, string>
 }
 
@@ -323,13 +341,16 @@ export interface WriteEntry {
 /** Options every file call takes. `user` and `requestTimeoutMs` are accepted and ignored: file
  * calls run as root, locally. */
 export interface FilesystemRequestOpts {
+  /** Who owns what a write or makeDir creates (default `user`, where the host maps a uid range
+   * into the box; else everything is root's: see docs/e2b.md). */
   user?: string
   requestTimeoutMs?: number
   signal?: AbortSignal
 }
 
 export interface FilesystemWriteOpts extends FilesystemRequestOpts {
-  /** Kept with the file (keys lowercased) and given back by `getInfo`, `list` and `rename`. */
+  /** Kept on the file as `user.e2b.<key>` extended attributes (keys lowercased; header tokens,
+   * printable ASCII values); a write without it clears them. */
   metadata?: Record<string, string>
   gzip?: boolean
   useOctetStream?: boolean
@@ -728,8 +749,16 @@ export class Sandbox {
   readonly git: Git
   static create(opts?: SandboxOpts): Promise<Sandbox>
   static create(template: string, opts?: SandboxOpts): Promise<Sandbox>
-  /** The live sandbox of this process with that id; SandboxNotFoundError when there is none. */
-  static connect(sandboxId: string, opts?: Record<string, unknown>): Promise<Sandbox>
+  /** The live sandbox of this process with that id; SandboxNotFoundError when there is none.
+   * `timeoutMs` extends its lifetime (never shortens it); `debug: true` (E2B's debug mode) starts
+   * a sandbox under that id when none has it. */
+  static connect(sandboxId: string, opts?: SandboxConnectOpts): Promise<Sandbox>
+  /** getInfo() of the live sandbox with that id. */
+  static getInfo(sandboxId: string, opts?: Record<string, unknown>): Promise<SandboxInfo>
+  /** getMetrics() of the live sandbox with that id. */
+  static getMetrics(sandboxId: string, opts?: SandboxMetricsOpts): Promise<SandboxMetrics[]>
+  /** setTimeout() of the live sandbox with that id. */
+  static setTimeout(sandboxId: string, timeoutMs: number, opts?: Record<string, unknown>): Promise<void>
   /** Kills the live sandbox of this process with that id; false when there is none. */
   static kill(sandboxId: string, opts?: Record<string, unknown>): Promise<boolean>
   /** updateNetwork() of the live sandbox with that id. */
@@ -741,8 +770,8 @@ export class Sandbox {
   static fork(sandboxId: string, opts?: Record<string, unknown>): Promise<Sandbox[]>
   /** Not supported: rejects with a SandboxError that says why. */
   fork(opts?: Record<string, unknown>): Promise<Sandbox[]>
-  /** This sandbox (it is connected). */
-  connect(opts?: Record<string, unknown>): Promise<this>
+  /** This sandbox (it is connected); `timeoutMs` extends its lifetime, never shortens it. */
+  connect(opts?: SandboxConnectOpts): Promise<this>
   runCode(code: string, opts?: RunCodeOpts): Promise<Execution>
   createCodeContext(opts?: CreateCodeContextOpts): Promise<Context>
   listCodeContexts(): Promise<Context[]>
@@ -752,7 +781,8 @@ export class Sandbox {
    * HTTPS): `http://${sbx.getHost(3000)}`. */
   getHost(port: number): string
   /** One sample of the machine's resource use. */
-  getMetrics(opts?: Record<string, unknown>): Promise<SandboxMetrics[]>
+  /** A sample taken now joins those earlier calls took; those from `start` to `end` are given. */
+  getMetrics(opts?: SandboxMetricsOpts): Promise<SandboxMetrics[]>
   setTimeout(timeoutMs: number, opts?: Record<string, unknown>): Promise<void>
   isRunning(opts?: Record<string, unknown>): Promise<boolean>
   getInfo(opts?: Record<string, unknown>): Promise<SandboxInfo>

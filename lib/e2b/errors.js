@@ -75,8 +75,8 @@ class CommandExitError extends SandboxError {
 }
 
 const KILLED =
-  'The sandbox was killed while the request was in progress: kill() was called, or the sandbox ' +
-  'reached the end of its timeoutMs lifetime (extend it with setTimeout()).'
+  'The sandbox was killed while the request was in progress: the sandbox was killed or reached its end of ' +
+  'life (kill() was called, or its timeoutMs lifetime ended; extend it with setTimeout()).'
 
 /** The rejection of a request the sandbox's kill() cut short. */
 function killedError(cause) {

@@ -29,8 +29,21 @@ function permissions(mode, type) {
   return s
 }
 
-/** E2B's EntryInfo for a machine entry (`metadata`: what this sandbox's writes attached). */
-function entryInfo(e, metadata) {
+/** E2B keeps a file's metadata as extended attributes named this, then the key. */
+const METADATA_XATTR = 'user.e2b.'
+
+/** The metadata a machine entry's `user.e2b.*` attributes hold; undefined for none. */
+function metadataOf(e) {
+  const out = {}
+  for (const [k, v] of Object.entries(e.xattrs ?? {})) {
+    if (k.startsWith(METADATA_XATTR)) out[k.slice(METADATA_XATTR.length)] = v
+  }
+  return Object.keys(out).length ? out : undefined
+}
+
+/** E2B's EntryInfo for a machine entry. */
+function entryInfo(e) {
+  const metadata = metadataOf(e)
   const type = FILE_TYPES.has(e.type) ? e.type : undefined
   const info = {
     name: e.name,
@@ -43,9 +56,20 @@ function entryInfo(e, metadata) {
     group: e.group,
     modifiedTime: new Date(e.mtime),
   }
-  if (e.symlinkTarget != null) info.symlinkTarget = e.symlinkTarget
+  // E2B gives the target as an absolute path: a relative one is from the link's directory.
+  if (e.symlinkTarget != null) info.symlinkTarget = path.posix.resolve(path.posix.dirname(e.path), e.symlinkTarget)
   if (metadata) info.metadata = { ...metadata }
   return info
+}
+
+/** Orders paths as a depth-first walk does: component by component, a parent before its children. */
+function comparePaths(a, b) {
+  const x = a.split('/')
+  const y = b.split('/')
+  for (let i = 0; i < Math.min(x.length, y.length); i++) {
+    if (x[i] !== y[i]) return x[i] < y[i] ? -1 : 1
+  }
+  return x.length - y.length
 }
 
 /** What `write` takes: a string, bytes, an ArrayBuffer, a Blob or a ReadableStream. */
@@ -63,12 +87,27 @@ async function bytesOf(data) {
   throw new InvalidArgumentError('data must be a string, an ArrayBuffer, a typed array, a Blob or a ReadableStream')
 }
 
+/** What E2B's metadata keys may hold (they travel there as HTTP header names: RFC 9110 tokens). */
+const METADATA_KEY = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
+/** What its values may hold (header values: printable ASCII and spaces, no control characters). */
+const METADATA_VALUE = /^[ -~]*$/
+
 function checkMetadata(m) {
   if (m == null) return undefined
   if (typeof m !== 'object' || Array.isArray(m)) throw new InvalidArgumentError('metadata must be an object of strings')
   const out = {}
   for (const [k, v] of Object.entries(m)) {
+    if (!METADATA_KEY.test(k)) {
+      throw new InvalidArgumentError(
+        `metadata key ${JSON.stringify(k)} must be non-empty and made of letters, digits and !#$%&'*+-.^_\`|~ only`,
+      )
+    }
     if (typeof v !== 'string') throw new InvalidArgumentError(`metadata ${JSON.stringify(k)} must be a string`)
+    if (!METADATA_VALUE.test(v)) {
+      throw new InvalidArgumentError(
+        `metadata ${JSON.stringify(k)} must be printable ASCII (no control characters or newlines)`,
+      )
+    }
     out[k.toLowerCase()] = v // E2B's sandbox lowercases the keys
   }
   return out
@@ -76,8 +115,6 @@ function checkMetadata(m) {
 
 class Filesystem {
   #box
-  /** Absolute path → the metadata a write attached (kept by this process; see docs/e2b.md). */
-  #metadata = new Map()
 
   /** `box`: the sandbox's machine access (see lib/e2b/sandbox.js). */
   constructor(box) {
@@ -113,12 +150,21 @@ class Filesystem {
   /** Writes a file (creating its parents), or each `{ path, data }` of an array. */
   async write(p, data, opts) {
     if (Array.isArray(p)) return this.writeFiles(p, data)
+    // E2B's wording for a call with neither a path nor files, and for one with both.
+    if (p == null || p === '') throw new InvalidArgumentError('Path or files are required')
+    if (Array.isArray(data)) {
+      throw new InvalidArgumentError(
+        'Cannot specify both path and array of files. You have to specify either path and data for a single ' +
+          'file or an array for multiple files.',
+      )
+    }
     const metadata = checkMetadata(opts?.metadata)
     const abs = boxPath(p)
     const bytes = await bytesOf(data)
-    await this.#call(() => this.#box.machine.writeFile(abs, bytes))
-    if (metadata) this.#metadata.set(abs, metadata)
-    else this.#metadata.delete(abs)
+    const owner = await this.#owner(opts)
+    // The file's metadata becomes exactly what this write gives (none clears what it had).
+    const xattrs = Object.fromEntries(Object.entries(metadata ?? {}).map(([k, v]) => [METADATA_XATTR + k, v]))
+    await this.#call(() => this.#box.machine.writeFile(abs, bytes, { owner, xattrs, clearXattrs: METADATA_XATTR }))
     const info = { name: path.posix.basename(abs), type: 'file', path: abs }
     if (metadata) info.metadata = { ...metadata }
     return info
@@ -140,10 +186,13 @@ class Filesystem {
     const abs = boxPath(p)
     const depth = opts?.depth ?? 1
     if (!Number.isInteger(depth) || depth < 1) {
-      throw new InvalidArgumentError(`depth must be a whole number from 1, got ${String(depth)}`)
+      // E2B's wording ("depth should be at least one") leads.
+      throw new InvalidArgumentError(`depth should be at least one (a whole number), got ${String(depth)}`)
     }
     const entries = await this.#call(() => this.#box.machine.list(abs, { depth }))
-    return entries.map((e) => entryInfo(e, this.#metadata.get(e.path)))
+    // E2B's order: depth first, each directory followed by what is under it, names sorted.
+    entries.sort((a, b) => comparePaths(a.path, b.path))
+    return entries.map((e) => entryInfo(e))
   }
 
   async exists(p) {
@@ -161,7 +210,7 @@ class Filesystem {
   async getInfo(p) {
     const abs = boxPath(p)
     const e = await this.#call(() => this.#box.machine.stat(abs))
-    return entryInfo(e, this.#metadata.get(abs))
+    return entryInfo(e)
   }
 
   /** Removes a file, a symlink or a directory with everything in it; a missing path is fine. */
@@ -172,13 +221,13 @@ class Filesystem {
     } catch (e) {
       if (!(e instanceof FileNotFoundError)) throw e
     }
-    this.#forget(abs)
   }
 
   /** Creates a directory and its parents; false when it already existed. */
-  async makeDir(p) {
+  async makeDir(p, opts) {
     const abs = boxPath(p)
-    return await this.#call(() => this.#box.machine.mkdir(abs))
+    const owner = await this.#owner(opts)
+    return await this.#call(() => this.#box.machine.mkdir(abs, { owner }))
   }
 
   /** Moves a file or directory; resolves to the EntryInfo at its new path. */
@@ -186,20 +235,22 @@ class Filesystem {
     const from = boxPath(oldPath, 'oldPath')
     const to = boxPath(newPath, 'newPath')
     await this.#call(() => this.#box.machine.rename(from, to))
-    const moved = Array.from(this.#metadata).filter(([k]) => k === from || k.startsWith(`${from}/`))
-    for (const [k] of moved) this.#metadata.delete(k)
-    for (const [k, v] of moved) this.#metadata.set(to + k.slice(from.length), v)
     return this.getInfo(to)
   }
 
   /** Watches a directory: `onEvent({ name, type, entry? })` per change, names relative to it. */
   async watchDir(p, onEvent, opts = {}) {
     const abs = boxPath(p)
-    return watchDir(this.#box, abs, onEvent, opts ?? {}, (e) => entryInfo(e, this.#metadata.get(e.path)))
+    return watchDir(this.#box, abs, onEvent, opts ?? {}, (e) => entryInfo(e))
   }
 
-  #forget(abs) {
-    for (const k of this.#metadata.keys()) if (k === abs || k.startsWith(`${abs}/`)) this.#metadata.delete(k)
+  /** Who owns what a write or makeDir creates: E2B's `user` option (default `user`), where the
+   * machine runs processes as the users asked for; else (one uid mapped into the box, or a
+   * workspace the user cannot write) root, as the commands are. */
+  async #owner(opts) {
+    const user = opts?.user ?? 'user'
+    if (typeof user !== 'string' || user === '') throw new InvalidArgumentError('user must be a user name')
+    return (await this.#box.switchesUser()) ? user : undefined
   }
 }
 

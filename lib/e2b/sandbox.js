@@ -27,16 +27,57 @@ const { version } = require('../../package.json')
 const LIFETIME_MS = 300_000
 /** The longest lifetime a Node timer holds (about 24.8 days). */
 const MAX_LIFETIME_MS = 2 ** 31 - 1
+/** How many getMetrics() samples a sandbox keeps (E2B keeps a series; one per call here). */
+const MAX_SAMPLES = 1000
 /** E2B's own template names: here they mean the default image. */
 const E2B_TEMPLATES = new Set(['code-interpreter-v1', 'code-interpreter-beta', 'code-interpreter', 'base'])
 /** This package's Sandbox options that the E2B options set, so `kern` may not. */
 const OWNED = ['image', 'env', 'network', 'boxWorkspace']
 /** Run once per machine, as root: whether the image has bash, and E2B's `user` (uid 1000, home
- * /home/user) added where the image has none and its /etc is writable. */
+ * /home/user) added where the image has none and its /etc is writable; its uid. */
 const SETUP =
   '[ -x /bin/bash ] && echo shell=bash; ' +
   'id -u user >/dev/null 2>&1 || { echo "user:x:1000:1000:user:/home/user:/bin/sh" >> /etc/passwd && ' +
-  'echo "user:x:1000:" >> /etc/group; } 2>/dev/null; id -u user >/dev/null 2>&1 && echo user=yes'
+  'echo "user:x:1000:" >> /etc/group; } 2>/dev/null; id -u user >/dev/null 2>&1 && echo user=yes uid=$(id -u user)'
+/** The capabilities an E2B sandbox's box drops: all but what root needs to become E2B's `user`
+ * (sudo, su) and to give it files (CHOWN, DAC_OVERRIDE, FOWNER, FSETID, KILL, SETUID, SETGID,
+ * AUDIT_WRITE: Docker's defaults without the network and device ones). They only matter where the
+ * host maps a uid range into the box; `kern: { capDrop }` replaces the list. */
+const E2B_CAP_DROP = [
+  'AUDIT_CONTROL',
+  'AUDIT_READ',
+  'BLOCK_SUSPEND',
+  'BPF',
+  'CHECKPOINT_RESTORE',
+  'DAC_READ_SEARCH',
+  'IPC_LOCK',
+  'IPC_OWNER',
+  'LEASE',
+  'LINUX_IMMUTABLE',
+  'MAC_ADMIN',
+  'MAC_OVERRIDE',
+  'MKNOD',
+  'NET_ADMIN',
+  'NET_BIND_SERVICE',
+  'NET_BROADCAST',
+  'NET_RAW',
+  'PERFMON',
+  'SETFCAP',
+  'SETPCAP',
+  'SYS_ADMIN',
+  'SYS_BOOT',
+  'SYS_CHROOT',
+  'SYS_MODULE',
+  'SYS_NICE',
+  'SYS_PACCT',
+  'SYS_PTRACE',
+  'SYS_RAWIO',
+  'SYS_RESOURCE',
+  'SYS_TIME',
+  'SYS_TTY_CONFIG',
+  'SYSLOG',
+  'WAKE_ALARM',
+]
 
 /** Whether the core gives machines an egress policy (`sbx.machine({ network })`,
  * `machine.updateNetwork`). Without it a sandbox's network is the session's `true` or `false`. */
@@ -77,6 +118,7 @@ function coreOptions(template, opts) {
   }
   return {
     trackFiles: false, // E2B reports no per-call file changes; spare the bookkeeping
+    capDrop: E2B_CAP_DROP,
     ...kern,
     image: template === undefined || E2B_TEMPLATES.has(template) ? DEFAULTS.image : template,
     // E2B's user has its home at /home/user: `~` and $HOME mean the workspace there too.
@@ -125,6 +167,8 @@ class Sandbox {
   #timer = null
   #endAt = 0
   #startedAt = new Date()
+  /** The getMetrics() samples taken so far (the newest MAX_SAMPLES). */
+  #samples = []
   /** The machine's probe (its shell, its user), run on the first command or PTY: create() and the
    * first cell do not wait for it. */
   #setup = null
@@ -173,6 +217,8 @@ class Sandbox {
       guard: (start, classes) => this.#request(start, classes),
       shell: async () => (await this.#request(() => this.#probed())).shell,
       account: async (user) => this.#account(user),
+      /** Whether processes really run as the user asked for (the box maps a uid range). */
+      switchesUser: async () => (await this.#request(() => this.#probed())).user,
       /** Runs `fn` at kill(); returns what unregisters it. */
       onKill: (fn) => (this.#onKill.add(fn), () => this.#onKill.delete(fn)),
     }
@@ -197,14 +243,49 @@ class Sandbox {
 
   /** The live sandbox of this process with that id (E2B reconnects over the network; here a
    * sandbox lives in the process that created it). */
-  static async connect(sandboxId) {
+  static async connect(sandboxId, opts) {
     const s = live.get(sandboxId)
+    if (!s && opts?.debug === true) return Sandbox.#debugSandbox(sandboxId, opts)
     if (!s) {
       throw new SandboxNotFoundError(
         `sandbox ${JSON.stringify(sandboxId)} not found (it was killed, timed out, or belongs to another process)`,
       )
     }
-    return s
+    return s.connect(opts)
+  }
+
+  /** E2B's debug mode talks to a local sandbox under the id given, asking no API: here a sandbox
+   * of this process, started under that id when none has it. */
+  static async #debugSandbox(sandboxId, opts) {
+    if (typeof sandboxId !== 'string' || sandboxId === '')
+      throw new InvalidArgumentError('sandboxId must be a non-empty string')
+    const { debug: _debug, timeoutMs, ...rest } = opts
+    const sbx = await Sandbox.create({ ...rest, ...(timeoutMs != null ? { timeoutMs } : {}) })
+    live.delete(sbx.sandboxId)
+    sbx.sandboxId = sandboxId
+    live.set(sandboxId, sbx)
+    return sbx
+  }
+
+  /** getInfo() of the live sandbox with that id. */
+  static async getInfo(sandboxId) {
+    const s = live.get(sandboxId)
+    if (!s) throw new SandboxNotFoundError(`sandbox ${JSON.stringify(sandboxId)} not found`)
+    return s.getInfo()
+  }
+
+  /** getMetrics() of the live sandbox with that id. */
+  static async getMetrics(sandboxId, opts) {
+    const s = live.get(sandboxId)
+    if (!s) throw new SandboxNotFoundError(`sandbox ${JSON.stringify(sandboxId)} not found`)
+    return s.getMetrics(opts)
+  }
+
+  /** setTimeout() of the live sandbox with that id. */
+  static async setTimeout(sandboxId, timeoutMs) {
+    const s = live.get(sandboxId)
+    if (!s) throw new SandboxNotFoundError(`sandbox ${JSON.stringify(sandboxId)} not found`)
+    await s.setTimeout(timeoutMs)
   }
 
   /** Kills the live sandbox with that id; false when there is none. */
@@ -242,9 +323,14 @@ class Sandbox {
     )
   }
 
-  /** This sandbox (it is connected already). */
-  async connect() {
+  /** This sandbox (it is connected already). A `timeoutMs` extends its lifetime to at least that
+   * from now, as E2B's connect does; it never shortens it. */
+  async connect(opts) {
     this.#alive()
+    if (opts?.timeoutMs != null) {
+      const ms = checkLifetime(opts.timeoutMs, 'timeoutMs')
+      if (Date.now() + ms > this.#endAt) this.#arm(ms)
+    }
     return this
   }
 
@@ -300,22 +386,33 @@ class Sandbox {
     return this.#ports.host(port)
   }
 
-  /** The machine's resource use now, as E2B's one-sample SandboxMetrics list. */
-  async getMetrics() {
+  /** The machine's resource use: a sample taken now joins the ones earlier calls took, and those
+   * from `start` (default: the sandbox's start) to `end` (default: now) are given, oldest first. */
+  async getMetrics(opts) {
+    const start = metricsBound(opts?.start, 'start') ?? this.#startedAt.getTime()
+    const end = metricsBound(opts?.end, 'end') ?? Infinity
+    if (start > end) throw new InvalidArgumentError('start must not be after end')
+    this.#samples.push(await this.#sample())
+    if (this.#samples.length > MAX_SAMPLES) this.#samples.shift()
+    return this.#samples
+      .filter((m) => m.timestamp.getTime() >= start && m.timestamp.getTime() <= end)
+      .map((m) => ({ ...m, timestamp: new Date(m.timestamp) }))
+  }
+
+  /** One sample of the machine's resource use now. */
+  async #sample() {
     const m = await this.#request(() => this.#machine.metrics())
     const disk = diskOf(this.#session.workspacePath)
-    return [
-      {
-        timestamp: new Date(),
-        cpuUsedPct: m.cpuPercent,
-        cpuCount: this.#cpuCount(),
-        memUsed: m.memoryBytes,
-        memTotal: m.memoryLimitBytes ?? os.totalmem(),
-        memCache: 0,
-        diskUsed: m.diskBytes ?? disk.used,
-        diskTotal: disk.total,
-      },
-    ]
+    return {
+      timestamp: new Date(),
+      cpuUsedPct: m.cpuPercent,
+      cpuCount: this.#cpuCount(),
+      memUsed: m.memoryBytes,
+      memTotal: m.memoryLimitBytes ?? os.totalmem(),
+      memCache: 0,
+      diskUsed: m.diskBytes ?? disk.used,
+      diskTotal: disk.total,
+    }
   }
 
   /** Sets the sandbox's remaining lifetime, from now. */
@@ -427,19 +524,26 @@ class Sandbox {
     return this.#setup
   }
 
-  /** The image's shell, and whether commands can run as E2B's `user` (uid 1000 able to write
-   * /home/user); else they run as root with the user's HOME. */
+  /** The image's shell, and whether commands run as E2B's `user`: the box must really switch to
+   * its uid (the host maps a uid range into the box, and root keeps SETUID/SETGID) and the user
+   * must own /home/user (given to it here when the workspace is the sandbox's own). Else they run
+   * as root with the user's HOME. */
   async #probe() {
     const r = await this.#machine.exec(['/bin/sh', '-c', SETUP], { timeoutS: 30 })
     const shell = /shell=bash/.test(r.stdout) ? ['/bin/bash', '-l', '-c'] : ['/bin/sh', '-c']
-    let user = false
-    if (/user=yes/.test(r.stdout)) {
-      const t = await this.#machine
-        .exec(['/bin/sh', '-c', 'test -w /home/user'], { user: 'user', env: { HOME }, timeoutS: 30 })
-        .catch(() => null)
-      user = t !== null && t.exitCode === 0
+    const uid = /user=yes uid=(\d+)/.exec(r.stdout)?.[1]
+    if (uid === undefined || uid === '0') return { shell, user: false }
+    const asUser = (cmd) =>
+      this.#machine.exec(['/bin/sh', '-c', cmd], { user: 'user', env: { HOME }, timeoutS: 30 }).catch(() => null)
+    // A box with one uid mapped stays root whatever it is asked: ask the process who it is.
+    const who = await asUser('id -u')
+    if (who?.stdout.trim() !== uid) return { shell, user: false }
+    let home = await asUser(`test -w ${HOME}`)
+    if (home?.exitCode !== 0 && this.#core.workspace === undefined) {
+      await this.#machine.exec(['chown', '-R', 'user:', HOME], { timeoutS: 30 }).catch(() => null)
+      home = await asUser(`test -w ${HOME}`)
     }
-    return { shell, user }
+    return { shell, user: home?.exitCode === 0 }
   }
 
   /** How a process runs for E2B's `user` option: the machine's `user`, its home, its env. */
@@ -447,9 +551,8 @@ class Sandbox {
     if (user === 'root') return { user: 'root', home: '/root', env: { HOME: '/root', USER: 'root', LOGNAME: 'root' } }
     if (user !== 'user') return { user, home: HOME, env: {} }
     const { user: asUser } = await this.#request(() => this.#probed())
-    return asUser
-      ? { user: 'user', home: HOME, env: { HOME, USER: 'user', LOGNAME: 'user' } }
-      : { user: undefined, home: HOME, env: { HOME } }
+    const env = { HOME, USER: 'user', LOGNAME: 'user' }
+    return asUser ? { user: 'user', home: HOME, env } : { user: undefined, home: HOME, env }
   }
 
   /** A started kernel for a context language, inside the machine: Python (IPython-style cells)
@@ -470,6 +573,14 @@ class Sandbox {
       )
     }
   }
+}
+
+/** A getMetrics() `start`/`end`: a Date (or ms since the epoch) → ms, undefined when absent. */
+function metricsBound(v, what) {
+  if (v == null) return undefined
+  const t = v instanceof Date ? v.getTime() : v
+  if (typeof t !== 'number' || !Number.isFinite(t)) throw new InvalidArgumentError(`${what} must be a Date`)
+  return t
 }
 
 /** The workspace's filesystem: its size and what is used of it. */

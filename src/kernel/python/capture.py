@@ -143,6 +143,11 @@ def _bundle(o, include=None, exclude=None):
     return data
 
 
+def _shown_figure(fig, png):
+    """The bundle of a figure the end-of-cell sweep shows (ipython.py adds Jupyter's text/plain)."""
+    return {"image/png": png}
+
+
 class _Capture:
     """The results of one cell, in the order they were produced."""
 
@@ -200,7 +205,7 @@ class _Capture:
                 fig = plt.figure(num)
                 if id(fig) not in self.shown:
                     png = _figure_png(fig)  # draws the figure: its chart reads it laid out
-                    self.add({"image/png": png}, chart=_chart(fig))
+                    self.add(_shown_figure(fig, png), chart=_chart(fig))
             except Exception:
                 pass
             finally:

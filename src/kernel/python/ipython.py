@@ -5,7 +5,8 @@
 #   magics as no-ops (%matplotlib, %config, ...); an unknown one is a UsageError
 #   %%bash / %%sh, %%writefile, %%html, %%time   the whole cell
 # plus what E2B's image adds: an image saved with PIL's Image.save(path) is also shown as a
-# result, and a pandas DataFrame's result carries its columns as "e2b/data" JSON.
+# result, a pandas DataFrame's result carries its columns as "e2b/data" JSON, and a figure shown
+# at the end of a cell carries its repr as text/plain (Jupyter's display_data).
 # A cell is rewritten line for line, so tracebacks keep their line numbers, and only when it does
 # not compile as Python: a `!` or `%` inside a string literal is never touched.
 
@@ -26,6 +27,7 @@ def _ipython(mode):
         setattr(builtins, name, globals()[name])
     _PIL_PATCHES.append(_ipy_patch_pil)  # core.py's PIL import hook applies it
     _ipy_wrap_bundle()
+    _ipy_wrap_shown_figure()
     return _ipy_cell
 
 
@@ -424,6 +426,23 @@ def _ipy_patch_pil(module):
 
     save.__doc__ = plain.__doc__
     module.Image.save = save
+
+
+def _ipy_wrap_shown_figure():
+    """A figure shown at the end of a cell carries its repr as text/plain too, as Jupyter's
+    display_data does (E2B's Result.text: "<Figure size 640x480 with 1 Axes>")."""
+    global _shown_figure
+    plain = _shown_figure
+
+    def shown(fig, png):
+        data = plain(fig, png)
+        try:
+            data["text/plain"] = repr(fig)
+        except Exception:
+            pass
+        return data
+
+    _shown_figure = shown
 
 
 def _ipy_wrap_bundle():
