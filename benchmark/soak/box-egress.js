@@ -31,7 +31,9 @@ const THREADS = 4
 /** Requests before the start mark: the connections, the proxy's leaf certificate, the
  * allocator's arenas. Measured on a real kern: the host's RSS climbs by 7-8 MiB over the first
  * ~20,000 requests (2,000 were too few under load: +7.3 MiB from start to middle, +0.5 MiB from
- * middle to end), then stays flat (+0.6 MiB over 100,000 more). */
+ * middle to end), then stays flat (+0.6 MiB over 100,000 more). What step remains in some runs
+ * (4-6 MiB, once) is V8 keeping a larger heap after its collections (heapTotal 9.5 -> 14.0 MiB
+ * in such a run, none in the next), so the figure shows the JS heap beside the RSS. */
 const WARM = 20000
 /** How long one stretch between marks may take before the run is called hung. */
 const STRETCH_MS = 300_000
@@ -143,6 +145,7 @@ async function child([n, marker, dir]) {
     return {
       fds: fs.readdirSync('/proc/self/fd').length,
       ...statusOf(),
+      heapKb: Math.round(process.memoryUsage().heapTotal / 1024),
       proxyStreams: proxyStreams(),
       upstream: (await connections(plain)) + (await connections(tls)),
       pids: metrics.pids,
@@ -322,6 +325,7 @@ function check(r) {
   }
   const agentRss = [start, middle, end].map((f) => f.box.agent.rssKb)
   if (agentRss[0] !== null) lines.push(`agent RSS ${agentRss.map(mib).join(' / ')}`)
+  lines.push(`host JS heap ${[start, middle, end].map((f) => mib(f.heapKb)).join(' / ')}`)
   lines.push(`box tasks ${[start, middle, end].map((f) => f.box.tasks).join(' / ')}`)
   lines.push(`box memory ${[start, middle, end].map((f) => mib(f.boxMemoryKb)).join(' / ')}`)
   const closedOk = r.after.proxyStreams <= r.idle.proxyStreams && r.after.pids <= r.idle.pids
