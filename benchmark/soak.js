@@ -5,14 +5,15 @@
 // sequentially and concurrently, across several sessions, then checks that nothing is left behind.
 //
 //   npm run soak                           # 1,000 sequential + 200 concurrent calls + 5,000 kernel cells
-//                                          # + 10,000 requests through the egress proxy, 10 min cap
-//   npm run soak -- --quick                # 150 + 50 calls + 800 cells + 2,000 proxied requests, about a minute
+//                                          # + 10,000 requests through the egress proxy
+//                                          # + 10,000 through one machine's egress, 10 min cap
+//   npm run soak -- --quick                # 150 + 50 calls + 800 cells + 2,000 + 2,000 requests, about a minute
 //   KERN_BIN=/path/to/kern npm run soak    # against a real kern (default: the stand-in)
 //
 // Options: --minutes N (cap on the call phases; checks still run after it), --quick, --seq N,
 // --conc N, --cells N (warm-kernel cells), --proxy N (requests through the egress proxy, half
-// refused), --out FILE (the figures as JSON), --verbose (every
-// call's outcome).
+// refused), --box N (requests from inside one machine through its egress, half refused), --out FILE
+// (the figures as JSON), --verbose (every call's outcome).
 //
 // The kernel phase runs cells on a few warm kernels at once: plain cells whose output and value
 // are checked against state the soak keeps per kernel, errors, interrupts (obeyed and ignored),
@@ -31,10 +32,17 @@
 //              leak, which 10% of a ~55 MiB quick-soak baseline cannot absorb
 //   proxy      the egress proxy's own process (soak/proxy.js): fds and threads after the run <= after
 //              its warm-up, RSS (after a full collection) within the rss check's bound
+//   box-egress one machine's egress (soak/box-egress.js), measured at the in-box client's start,
+//              middle and end marks: the host process's fds, the proxy's streams, the upstream
+//              connections, the box's processes (kern's pids, the client's /proc count) and the
+//              agent's fds never above the start figure, the host's RSS within the rss check's
+//              bound of it; after the client exits, no stream of it left and the box's process
+//              count back to where it was before it
 //   calls      every call and cell settled in time with the outcome its workload must produce
 //
 // One module per scenario under benchmark/soak/: calls.js (one-shot calls, sequential and
-// concurrent), kernels.js (warm kernels), proxy.js (the egress proxy), close.js (a session closed with calls running); shared:
+// concurrent), kernels.js (warm kernels), proxy.js (the egress proxy), box-egress.js (egress through
+// one machine, with its in-box client box-egress.py), close.js (a session closed with calls running); shared:
 // context.js (marker, tallies, draws), probes.js (what the checks look at), warmup.js, checks.js.
 
 const fs = require('node:fs')
@@ -67,7 +75,17 @@ if (typeof global.gc !== 'function') {
 // arguments
 
 function parseArgs(argv) {
-  const a = { quick: false, minutes: null, seq: null, conc: null, cells: null, proxy: null, out: null, verbose: false }
+  const a = {
+    quick: false,
+    minutes: null,
+    seq: null,
+    conc: null,
+    cells: null,
+    proxy: null,
+    box: null,
+    out: null,
+    verbose: false,
+  }
   for (let i = 0; i < argv.length; i++) {
     const v = argv[i]
     const num = () => {
@@ -84,6 +102,7 @@ function parseArgs(argv) {
     else if (v === '--conc') a.conc = Math.floor(num())
     else if (v === '--cells') a.cells = Math.floor(num())
     else if (v === '--proxy') a.proxy = Math.floor(num())
+    else if (v === '--box') a.box = Math.floor(num())
     else if (v === '--out') a.out = path.resolve(argv[++i])
     else if (v === '--verbose' || v === '-v') a.verbose = true
     else if (v === '--help' || v === '-h') {
@@ -91,7 +110,7 @@ function parseArgs(argv) {
         fs
           .readFileSync(__filename, 'utf8')
           .split('\n')
-          .slice(2, 38)
+          .slice(2, 46)
           .map((l) => l.replace(/^\/\/ ?/, ''))
           .join('\n'),
       )
@@ -105,6 +124,7 @@ function parseArgs(argv) {
   a.conc ??= a.quick ? 50 : 200
   a.cells ??= a.quick ? 800 : 5000
   a.proxy ??= a.quick ? 2000 : 10000
+  a.box ??= a.quick ? 2000 : 10000
   a.minutes ??= a.quick ? 1.5 : 10
   return a
 }
@@ -132,6 +152,7 @@ const { openSessions, sequentialPhase, concurrentPhase } = require('./soak/calls
 const { KERNELS_AT_ONCE, kstats, kernelsPhase } = require('./soak/kernels')
 const { closeWhileRunning } = require('./soak/close')
 const { proxyPhase } = require('./soak/proxy')
+const { boxEgressPhase } = require('./soak/box-egress')
 const { warmUp } = require('./soak/warmup')
 const { fmtKb, checks: runChecks } = require('./soak/checks')
 
@@ -143,7 +164,7 @@ async function main() {
   const deadline = t0 + args.minutes * 60_000
   console.log(`kern-sandbox soak: ${KERN_KIND} (${KERN}), pid ${process.pid}, marker ${MARKER}`)
   console.log(
-    `plan: ${args.seq} sequential + ${args.conc} concurrent calls + ${args.cells} kernel cell workloads + ${args.proxy} proxied requests, cap ${args.minutes} min, node ${process.version}, ${os.cpus().length} CPUs`,
+    `plan: ${args.seq} sequential + ${args.conc} concurrent calls + ${args.cells} kernel cell workloads + ${args.proxy} proxied requests + ${args.box} through a machine, cap ${args.minutes} min, node ${process.version}, ${os.cpus().length} CPUs`,
   )
 
   // warm-up, then the baseline
@@ -173,6 +194,9 @@ async function main() {
   // the egress proxy: half refused, every answer and event checked
   const { done: proxyDone, ms: proxyMs, check: proxyCheck } = await proxyPhase(args.proxy)
 
+  // egress through one machine: an in-box client, half refused, measured at three marks
+  const { done: boxDone, ms: boxMs, check: boxCheck, result: boxResult } = await boxEgressPhase(args.box)
+
   // a session closed while calls are still running (close() must stop them)
   await closeWhileRunning()
 
@@ -195,6 +219,9 @@ async function main() {
     `kernel cells: ${cellsDone}/${args.cells} workloads (${kstats.cells - kstart.cells} cells) on ${KERNELS_AT_ONCE} kernels at once in ${(cellsMs / 1000).toFixed(1)} s; ${kstats.opened - kstart.opened} kernels opened, ${kstats.closed - kstart.closed} closed or torn down`,
   )
   console.log(`egress proxy: ${proxyDone}/${args.proxy} requests (half refused) in ${(proxyMs / 1000).toFixed(1)} s`)
+  console.log(
+    `machine egress: ${boxDone}/${args.box} requests from inside one machine (half refused) in ${(boxMs / 1000).toFixed(1)} s`,
+  )
   if (seqDone < args.seq || concDone < args.conc || cellsDone < args.cells || proxyDone < args.proxy)
     console.log(`WARNING: the ${args.minutes} min cap stopped the run early`)
   const rows = Object.entries(tally).sort(([a], [b]) => a.localeCompare(b))
@@ -208,6 +235,7 @@ async function main() {
 
   const { checks, fdsNew, fdsGone } = runChecks(before, after, rssHwm0, rssHwm)
   if (proxyCheck) checks.splice(checks.length - 1, 0, proxyCheck)
+  if (boxCheck) checks.splice(checks.length - 1, 0, boxCheck)
   console.log('')
   for (const c of checks) console.log(`${c.pass ? 'PASS' : 'FAIL'}  ${c.name.padEnd(10)} ${c.figure}`)
   const failed = checks.filter((c) => !c.pass)
@@ -220,14 +248,21 @@ async function main() {
         {
           kern: KERN_KIND,
           kernBin: KERN,
-          plan: { seq: args.seq, conc: args.conc, cells: args.cells, proxy: args.proxy, minutes: args.minutes },
-          done: { seq: seqDone, conc: concDone, cells: cellsDone, proxy: proxyDone },
+          plan: {
+            seq: args.seq,
+            conc: args.conc,
+            cells: args.cells,
+            proxy: args.proxy,
+            box: args.box,
+            minutes: args.minutes,
+          },
+          done: { seq: seqDone, conc: concDone, cells: cellsDone, proxy: proxyDone, box: boxDone },
           kernels: {
             opened: kstats.opened - kstart.opened,
             closed: kstats.closed - kstart.closed,
             cells: kstats.cells - kstart.cells,
           },
-          ms: { seq: seqMs, conc: concMs, cells: cellsMs, proxy: proxyMs, total: totalMs },
+          ms: { seq: seqMs, conc: concMs, cells: cellsMs, proxy: proxyMs, box: boxMs, total: totalMs },
           tally,
           counters,
           figures: {
@@ -243,6 +278,7 @@ async function main() {
               error: after.boxes.error || null,
             },
           },
+          boxEgress: boxResult ?? null,
           checks: checks.map(({ name, pass, figure }) => ({ name, pass, figure })),
           problems,
         },
