@@ -322,6 +322,8 @@ export type SandboxErrorCode =
   /** `machine.updateNetwork()` on a machine opened with `network: false` or `true`: it has no egress
    * proxy to update (open it with a policy object, e.g. `{ denyOut: ['0.0.0.0/0'] }` for "off for now"). */
   | 'ERR_NETWORK_FIXED'
+  /** No machine snapshot has that id or name in the store (`sbx.machine({ from })`, `delete()`). */
+  | 'ERR_SNAPSHOT_NOT_FOUND'
   | (string & {})
 /** An egress policy: the object form of `network` (E2B's `SandboxNetworkOpts` shape, plus `hosts`
  * and `upstreamCa`). Checked once; a bad entry is `ERR_BAD_NETWORK_POLICY` naming it. Private,
@@ -470,6 +472,14 @@ export interface SandboxOptions {
    * did. `KERN_SANDBOX_PREWARM` replaces the default. The one-shot top-level runCode() keeps none.
    * @default 0 */
   prewarm?: number
+  /** The host directory machine snapshots are kept in (an absolute path; created 0700). Default
+   * `$KERN_SANDBOX_SNAPSHOT_DIR`, else `$XDG_DATA_HOME/kern-sandbox/snapshots`, else
+   * `~/.local/share/kern-sandbox/snapshots`. See docs/machines.md. */
+  snapshotDir?: string
+  /** Cap on the bytes every snapshot in the store holds together: a snapshot that would pass it is
+   * refused (`ERR_TOO_LARGE`) and nothing of it is kept.
+   * @default 21474836480 (20 GiB) */
+  snapshotMaxBytes?: number
 }
 
 /** The language runCode() runs `code` as. Match the image to it (python -> a python image, ...).
@@ -641,6 +651,9 @@ export class Sandbox {
    * caps, env, mounts, network, capabilities, security profile), with processes, terminals,
    * files, file watch and ports. Resolves once it is up. */
   machine(opts?: MachineOptions): Promise<Machine>
+  /** The machine snapshots in the store (`snapshotDir`), oldest first: every session's, this
+   * one's or not. Needs no open(). */
+  snapshots(): Promise<MachineSnapshot[]>
   /** Same as close(): what `await using` calls at the end of its block. */
   [Symbol.asyncDispose](): Promise<void>
 }
@@ -679,6 +692,27 @@ export interface MachineOptions {
   network?: boolean | NetworkPolicy
   /** Hears the machine's egress proxy. Default: the session's `onRequest`. */
   onRequest?: ((event: EgressEvent) => void) | null
+  /** Start on a snapshot (a {@link MachineSnapshot}, or its id or name; a name means the newest
+   * of that name): the machine runs the snapshot's image with its root changes and a copy of its
+   * workspace of its own (removed on close). Missing: `ERR_SNAPSHOT_NOT_FOUND`. Not with `image`. */
+  from?: MachineSnapshot | string
+}
+
+/** A machine's filesystem kept on the host (see `Machine.snapshot`, docs/machines.md): the changes
+ * of its root filesystem against its image (new, changed and removed files, directories and
+ * symlinks with their modes and owners) and a copy of its workspace. It does NOT hold running
+ * processes, memory, open ports or anything under other mounts (`/proc`, `/dev`, `/tmp` where it
+ * is a tmpfs, the session's `mounts`). It outlives the session until deleted. */
+export interface MachineSnapshot {
+  readonly id: string
+  readonly name: string | null
+  /** The image the machine ran: a machine from the snapshot runs it too. */
+  readonly image: string
+  readonly createdAt: Date
+  /** Bytes it holds in the store (changed files, their list, the workspace copy). */
+  readonly sizeBytes: number
+  /** Removes it from the store. Already gone: `ERR_SNAPSHOT_NOT_FOUND`. */
+  delete(): Promise<void>
 }
 
 /** Options of `Machine.exec()`. */
@@ -859,6 +893,16 @@ export class Machine {
   metrics(): Promise<MachineMetrics>
   /** A warm kernel running inside this machine (sees its processes, loopback and files). */
   kernel(opts?: Omit<KernelOptions, 'image'>): Promise<Kernel>
+  /** Records the machine's filesystem (its root's changes against the image, and a copy of its
+   * workspace) in the host's snapshot store; the machine runs on. NOT its processes or memory.
+   * `name`: 1-64 characters, no `/` or NUL (`ERR_INVALID_OPTION`). Closed machine:
+   * `ERR_MACHINE_GONE`. Past `snapshotMaxBytes`: `ERR_TOO_LARGE`, nothing kept. */
+  snapshot(opts?: { name?: string }): Promise<MachineSnapshot>
+  /** `count` (default 1, a whole number 1-64) new machines of this session whose root and
+   * workspace start as copies of this one's now, each with a workspace of its own; processes start
+   * fresh; the session's network; this machine runs on. A failure closes those already made.
+   * Bad count: `ERR_INVALID_OPTION`; closed machine: `ERR_MACHINE_GONE`. */
+  fork(opts?: { count?: number }): Promise<Machine[]>
   /** Ends every process and the box; resolves once nothing of it is left. Idempotent. */
   close(): Promise<void>
   [Symbol.asyncDispose](): Promise<void>

@@ -47,6 +47,7 @@ const CLASSES = {
   ERR_MACHINE_GONE: SandboxError,
   ERR_BAD_NETWORK_POLICY: SandboxError,
   ERR_NETWORK_FIXED: SandboxError,
+  ERR_SNAPSHOT_NOT_FOUND: SandboxError,
   ERR_ABORTED: null,
 }
 

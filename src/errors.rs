@@ -84,6 +84,8 @@ coded_errors! {
     BadNetworkPolicy => "ERR_BAD_NETWORK_POLICY",
     /// The machine was opened with `network: false` or `true`: it has no policy to update.
     NetworkFixed => "ERR_NETWORK_FIXED",
+    /// No machine snapshot has that id or name in the store.
+    SnapshotNotFound => "ERR_SNAPSHOT_NOT_FOUND",
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -34,6 +34,9 @@ pub fn handle(cwd: &Path, req: Request, payload: Vec<u8>) -> Result<Reply, Fail>
         Request::Remove { path } => remove(&absolute(cwd, &path)?),
         Request::Rename { from, to } => rename(&absolute(cwd, &from)?, &absolute(cwd, &to)?),
         Request::Mkdir { path } => mkdir(&absolute(cwd, &path)?),
+        Request::SnapWalk => crate::snapshot::walk(),
+        Request::SnapRead { items } => crate::snapshot::read(items),
+        Request::SnapApply { ops } => crate::snapshot::apply(ops, &payload),
         other => Err(Fail::invalid(format!("not a file request: {other:?}"))),
     }
 }

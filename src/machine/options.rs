@@ -34,6 +34,9 @@ pub struct MachineOptions<'a> {
     /// `false`, `true` or a network policy; default the Sandbox's `network`.
     #[napi(ts_type = "boolean | NetworkPolicy | null")]
     pub network: Option<Unknown<'a>>,
+    /// A snapshot's id or name (lib/machine.js passes a MachineSnapshot's id) to start on.
+    #[napi(ts_type = "string | null")]
+    pub from: Option<Unknown<'a>>,
 }
 
 /// A machine's own `network`.
@@ -53,6 +56,8 @@ pub struct MachineConfig {
     pub timeout_s: Option<f64>,
     /// None: the Sandbox's.
     pub network: Option<Network>,
+    /// The snapshot (id or name) the machine starts on.
+    pub from: Option<String>,
 }
 
 impl MachineConfig {
@@ -77,11 +82,33 @@ impl MachineConfig {
                 .map(port)
                 .collect::<Result<_>>()?,
         };
+        let from = match given(o.from)? {
+            None => None,
+            Some(v) => match js::string(&v)? {
+                Some(s) if !s.is_empty() && !s.contains('\0') => {
+                    if image.is_some() {
+                        return Err(refused(
+                            "from: a machine from a snapshot runs the snapshot's image; \
+                             image may not be given with it"
+                                .into(),
+                        ));
+                    }
+                    Some(s)
+                }
+                _ => {
+                    return Err(refused(format!(
+                        "from must be a MachineSnapshot, or a snapshot's id or name, got {}",
+                        js::show(&v)?
+                    )))
+                }
+            },
+        };
         Ok(MachineConfig {
             image,
             ports,
             timeout_s: timeout(o.timeout_s)?,
             network: network(o.network)?,
+            from,
         })
     }
 }
