@@ -10,9 +10,12 @@ const test = require('node:test')
 const assert = require('node:assert/strict')
 const fs = require('node:fs')
 const path = require('node:path')
+const { spawnSync } = require('node:child_process')
 const { kern, openSandbox, openMachine, tmpDir, sessionDirs, realKern } = require('./helpers.js')
 
 const { SandboxError, Machine } = kern
+
+const BIN = path.join(__dirname, '..', 'bin', 'kern-sandbox.js')
 
 const coded = (code) => (e) => e instanceof SandboxError && e.code === code
 
@@ -252,4 +255,48 @@ test('a snapshot past snapshotMaxBytes is refused and nothing of it is kept', as
     async () => new kern.Sandbox({ snapshotDir: 'relative/dir' }).open(),
     coded('ERR_INVALID_OPTION'),
   )
+})
+
+test('kern-sandbox snapshots: list, rm and gc on the store', async (t) => {
+  const { sbx, store } = await session(t)
+  const m = await openMachine(t, sbx)
+  const a = await m.snapshot({ name: 'cli-a' })
+  const b = await m.snapshot()
+  const cli = (...args) => {
+    const r = spawnSync(process.execPath, [BIN, 'snapshots', ...args], {
+      encoding: 'utf8',
+      env: { ...process.env, KERN_SANDBOX_SNAPSHOT_DIR: store },
+    })
+    return { code: r.status, out: r.stdout, err: r.stderr }
+  }
+  const listed = cli('list', '--json')
+  assert.equal(listed.code, 0, listed.err)
+  assert.deepEqual(
+    JSON.parse(listed.out).map((s) => [s.id, s.name, s.image, s.sizeBytes]),
+    [a, b].map((s) => [s.id, s.name, s.image, s.sizeBytes]),
+  )
+  assert.match(cli().out, new RegExp(`^${a.id}  cli-a  python:3\\.12-slim  `, 'm'))
+  assert.equal(cli('rm', a.id).code, 0)
+  assert.deepEqual(
+    (await sbx.snapshots()).map((s) => s.id),
+    [b.id],
+  )
+  const missing = cli('rm', a.id)
+  assert.equal(missing.code, 1)
+  assert.match(missing.err, /no snapshot/)
+  assert.equal(cli('gc').code, 2, 'gc needs --older-than')
+  assert.equal(cli('gc', '--older-than', 'soon').code, 2)
+  // Planted leftovers of an interrupted snapshot: as old as the snapshot, collected with it.
+  fs.mkdirSync(path.join(store, '.tmp-deadbeef'))
+  assert.equal(cli('gc', '--older-than', '1h').code, 0)
+  assert.deepEqual(
+    (await sbx.snapshots()).map((s) => s.id),
+    [b.id],
+    'younger than 1h: kept',
+  )
+  const gone = cli('gc', '--older-than', '0s', '--json')
+  assert.equal(gone.code, 0, gone.err)
+  assert.deepEqual(JSON.parse(gone.out).sort(), ['.tmp-deadbeef', b.id].sort())
+  assert.deepEqual(storeEntries(store), [])
+  assert.deepEqual(await sbx.snapshots(), [])
 })
