@@ -51,7 +51,12 @@ async function populate(m) {
       `printf 'X = 41 + 1\\n' > ${SITE}/pkg/__init__.py`,
       `printf 'def f():\\n    return "mod"\\n' > ${SITE}/pkg/mod.py`,
       `printf 'Name: pkg\\nVersion: 1.0\\n' > ${SITE}/pkg-1.0.dist-info/METADATA`,
-      'head -c 3000000 /dev/urandom > /opt/x/big',
+      // Over 16 MiB: crosses the agent's socket in pieces both ways.
+      'head -c 20000000 /dev/urandom > /opt/x/big',
+      ': > /opt/x/empty',
+      "printf odd > '/opt/x/a name with spaces, ünïcode'",
+      'ln -s /nowhere /opt/dangling',
+      'chmod 4755 /opt/x/empty',
       'mkdir -p sub && printf ws > sub/w.txt && printf top > top.txt',
     ].join('\n'),
   )
@@ -68,7 +73,7 @@ test('a machine from a snapshot sees its root changes and workspace files', asyn
   assert.equal(snap.name, 'populated')
   assert.equal(snap.image, 'python:3.12-slim')
   assert.ok(snap.createdAt instanceof Date && Math.abs(snap.createdAt - Date.now()) < 600_000)
-  assert.ok(snap.sizeBytes >= 3_000_000, `sizeBytes ${snap.sizeBytes}`)
+  assert.ok(snap.sizeBytes >= 20_000_000, `sizeBytes ${snap.sizeBytes}`)
   assert.ok(fs.statSync(path.join(store, snap.id)).isDirectory())
   assert.equal(fs.statSync(store).mode & 0o777, 0o700)
 
@@ -94,6 +99,10 @@ test('a machine from a snapshot sees its root changes and workspace files', asyn
       `from ${typeof from === 'string' ? from : 'the object'}`,
     )
     assert.equal((await c.exec('sha256sum /opt/x/big')).stdout, bigSum)
+    const odd = await c.exec(
+      "cat '/opt/x/a name with spaces, ünïcode'; echo; stat -c '%a %s' /opt/x/empty; readlink /opt/dangling",
+    )
+    assert.equal(odd.stdout, 'odd\n4755 0\n/nowhere\n')
   }
 })
 
