@@ -6,9 +6,10 @@
 
 use std::collections::HashSet;
 use std::fs::{self, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Read, Seek, SeekFrom};
+use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
@@ -259,34 +260,36 @@ fn apply_one(op: Op, payload: &[u8], at: &mut usize) -> Result<(), Fail> {
                 .ok_or_else(|| Fail::invalid("snap_apply: the payload is shorter than its ops"))?;
             let bytes = &payload[*at..end];
             *at = end;
-            let mut f = if off == 0 {
-                if fs::symlink_metadata(p).is_ok_and(|m| !m.is_file()) {
-                    remove_any(p).map_err(fail(&path))?;
-                }
+            let open = |fresh: bool| {
                 OpenOptions::new()
                     .write(true)
-                    .create(true)
-                    .truncate(true)
+                    .create(fresh)
+                    .truncate(fresh)
                     .custom_flags(libc::O_NOFOLLOW)
                     .mode(0o600)
                     .open(p)
-                    .map_err(fail(&path))?
-            } else {
-                OpenOptions::new()
-                    .write(true)
-                    .custom_flags(libc::O_NOFOLLOW)
-                    .open(p)
-                    .map_err(fail(&path))?
             };
-            f.seek(SeekFrom::Start(off)).map_err(fail(&path))?;
-            f.write_all(bytes).map_err(fail(&path))?;
+            let f = if off == 0 {
+                // A directory or symlink in the way (EISDIR, ELOOP) goes, then the open again.
+                match open(true) {
+                    Ok(f) => f,
+                    Err(_) => {
+                        remove_any(p).map_err(fail(&path))?;
+                        open(true).map_err(fail(&path))?
+                    }
+                }
+            } else {
+                open(false).map_err(fail(&path))?
+            };
+            f.write_all_at(bytes, off).map_err(fail(&path))?;
             if last {
-                // chown before chmod: a chown clears set-id bits.
-                owner(p, uid, gid, false).map_err(fail(&path))?;
+                // Through the open file, no path lookups; chown before chmod: a chown clears
+                // set-id bits.
+                unmapped_ok(std::os::unix::fs::fchown(&f, Some(uid), Some(gid)))
+                    .map_err(fail(&path))?;
                 f.set_permissions(fs::Permissions::from_mode(mode))
                     .map_err(fail(&path))?;
-                drop(f);
-                set_mtime(p, mtime, false).map_err(fail(&path))?;
+                set_file_mtime(&f, mtime).map_err(fail(&path))?;
             }
             Ok(())
         }
@@ -324,21 +327,34 @@ fn remove_any(p: &Path) -> io::Result<()> {
 /// Sets the owner; an id this box's user namespace does not map (EINVAL) leaves it as it is,
 /// as unpacking a tar as a user does.
 fn owner(p: &Path, uid: u32, gid: u32, link: bool) -> io::Result<()> {
-    let r = if link {
+    unmapped_ok(if link {
         std::os::unix::fs::lchown(p, Some(uid), Some(gid))
     } else {
         std::os::unix::fs::chown(p, Some(uid), Some(gid))
-    };
+    })
+}
+
+fn unmapped_ok(r: io::Result<()>) -> io::Result<()> {
     match r {
         Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::EPERM)) => Ok(()),
         other => other,
     }
 }
 
-fn set_mtime(p: &Path, (s, ns): (i64, i64), link: bool) -> io::Result<()> {
-    let c = std::ffi::CString::new(p.as_os_str().as_bytes())
-        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
-    let times = [
+/// Sets an open file's mtime (its atime left alone).
+fn set_file_mtime(f: &fs::File, mtime: (i64, i64)) -> io::Result<()> {
+    let times = timespecs(mtime);
+    // SAFETY: an open fd and a two-element timespec array that outlives the call.
+    if unsafe { libc::futimens(f.as_raw_fd(), times.as_ptr()) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// utimensat's pair: atime untouched, mtime as given.
+fn timespecs((s, ns): (i64, i64)) -> [libc::timespec; 2] {
+    [
         libc::timespec {
             tv_sec: 0,
             tv_nsec: libc::UTIME_OMIT,
@@ -347,7 +363,13 @@ fn set_mtime(p: &Path, (s, ns): (i64, i64), link: bool) -> io::Result<()> {
             tv_sec: s as _,
             tv_nsec: ns as _,
         },
-    ];
+    ]
+}
+
+fn set_mtime(p: &Path, mtime: (i64, i64), link: bool) -> io::Result<()> {
+    let c = std::ffi::CString::new(p.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let times = timespecs(mtime);
     let flags = if link { libc::AT_SYMLINK_NOFOLLOW } else { 0 };
     // SAFETY: a NUL-terminated path and a two-element timespec array that outlive the call.
     let r = unsafe { libc::utimensat(libc::AT_FDCWD, c.as_ptr(), times.as_ptr(), flags) };

@@ -6,7 +6,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
+use std::io::Write;
+use std::os::unix::fs::FileExt;
 
 use super::Machine;
 use crate::errors::{Error, Result};
@@ -15,8 +16,9 @@ use crate::snapshots::diff::{Changes, Kept};
 /// File bytes moved per request, each way: large enough that the socket stays busy, well under
 /// the 64 MiB frame limit.
 const BATCH_BYTES: u64 = 16 << 20;
-/// Entries per request: their JSON stays far below the header limits.
-const BATCH_ITEMS: usize = 4096;
+/// Entries per request: even with every path and link target at PATH_MAX (4 KiB) their JSON stays
+/// under the agent's 16 MiB header limit.
+const BATCH_ITEMS: usize = 1024;
 
 impl Machine {
     /// The agent's walk of the box's root filesystem (agent/src/snapshot.rs `walk`), as sent.
@@ -34,9 +36,11 @@ impl Machine {
         data: &Path,
         limit: u64,
     ) -> Result<u64> {
-        let mut out = tokio::fs::File::create(data)
-            .await
+        let out = std::fs::File::create(data)
             .map_err(|e| Error::io("cannot write the snapshot's root.data", e))?;
+        let out = Arc::new(out);
+        // The previous batch's write to root.data, done off the runtime while the next is read.
+        let mut writing: Option<tokio::task::JoinHandle<std::io::Result<()>>> = None;
         // Pieces: (index in kept, offset in the file, length).
         let mut batches: Vec<Vec<(usize, u64, u64)>> = vec![Vec::new()];
         let mut in_batch = 0u64;
@@ -97,15 +101,19 @@ impl Machine {
                 ));
             }
             let mut at = 0usize;
+            let mut keep_spans = Vec::new();
             for ((i, off, _), g) in batch.iter().zip(got) {
                 if g < 0 {
                     vanished[*i] = true;
                     continue;
                 }
                 let g = g as usize;
-                let bytes = reply.data.get(at..at + g).ok_or_else(|| {
-                    Error::sandbox("the machine's agent sent a short snapshot read")
-                })?;
+                if at + g > reply.data.len() {
+                    return Err(Error::sandbox(
+                        "the machine's agent sent a short snapshot read",
+                    ));
+                }
+                let span = (at, g);
                 at += g;
                 // A file that shrank since the walk ends where its bytes ended.
                 if *off != got_size[*i] {
@@ -121,14 +129,22 @@ impl Machine {
                     )));
                 }
                 got_size[*i] += g as u64;
-                out.write_all(bytes)
-                    .await
-                    .map_err(|e| Error::io("cannot write the snapshot's root.data", e))?;
+                keep_spans.push(span);
             }
+            if let Some(w) = writing.take() {
+                finish_write(w).await?;
+            }
+            let (out, data) = (out.clone(), reply.data);
+            writing = Some(tokio::task::spawn_blocking(move || {
+                let mut out: &std::fs::File = &out;
+                keep_spans
+                    .iter()
+                    .try_for_each(|(at, len)| out.write_all(&data[*at..*at + *len]))
+            }));
         }
-        out.flush()
-            .await
-            .map_err(|e| Error::io("cannot write the snapshot's root.data", e))?;
+        if let Some(w) = writing.take() {
+            finish_write(w).await?;
+        }
         let mut keep = Vec::with_capacity(changes.kept.len());
         for (i, mut k) in std::mem::take(&mut changes.kept).into_iter().enumerate() {
             if k.kind == 'f' {
@@ -148,9 +164,9 @@ impl Machine {
     /// files and symlinks in order, then the directories' mtimes (last, as writing into a
     /// directory moves its mtime). Two requests in flight, as for reads.
     pub async fn snap_apply(self: &Arc<Self>, changes: &Changes, data: &Path) -> Result<()> {
-        let mut src = tokio::fs::File::open(data)
-            .await
+        let src = std::fs::File::open(data)
             .map_err(|e| Error::io("cannot read the snapshot's root.data", e))?;
+        let src = Arc::new(src);
         let mut batches = Batches::default();
         for p in &changes.deleted {
             batches.push(json!({"op": "rm", "path": p}), 0);
@@ -195,35 +211,51 @@ impl Machine {
             );
         }
         spans.resize(batches.ops.len(), Vec::new());
-        let mut in_flight: Option<tokio::task::JoinHandle<Result<super::wire::Frame>>> = None;
+        // Two requests in flight: the next is sent (in order: each request's ops follow the
+        // previous one's) while the agent still applies the one before.
+        let mut in_flight: Option<tokio::sync::oneshot::Receiver<super::wire::Reply>> = None;
         for (ops, spans) in batches.ops.into_iter().zip(spans) {
-            let mut payload = Vec::new();
-            for (off, len) in spans {
-                let start = payload.len();
-                payload.resize(start + len as usize, 0);
-                src.seek(std::io::SeekFrom::Start(off))
-                    .await
-                    .map_err(|e| Error::io("cannot read the snapshot's root.data", e))?;
-                src.read_exact(&mut payload[start..])
-                    .await
-                    .map_err(|e| Error::io("the snapshot's root.data is short", e))?;
-            }
-            let me = self.clone();
-            let next = tokio::spawn(async move {
-                me.request("snap_apply", json!({ "ops": ops }), &payload)
-                    .await
-            });
+            let src = src.clone();
+            let payload = tokio::task::spawn_blocking(move || {
+                let total: u64 = spans.iter().map(|s| s.1).sum();
+                let mut payload = vec![0u8; total as usize];
+                let mut at = 0usize;
+                for (off, len) in spans {
+                    src.read_exact_at(&mut payload[at..at + len as usize], off)?;
+                    at += len as usize;
+                }
+                Ok::<_, std::io::Error>(payload)
+            })
+            .await
+            .map_err(|e| Error::sandbox(format!("snapshot restore task failed: {e}")))?
+            .map_err(|e| Error::io("cannot read the snapshot's root.data", e))?;
+            self.check_alive()?;
+            let next = self
+                .conn
+                .send_request("snap_apply", json!({ "ops": ops }), &payload)
+                .await?;
             if let Some(prev) = in_flight.replace(next) {
-                prev.await
-                    .map_err(|e| Error::sandbox(format!("snapshot restore task failed: {e}")))??;
+                self.answer(prev).await?;
             }
         }
         if let Some(last) = in_flight {
-            last.await
-                .map_err(|e| Error::sandbox(format!("snapshot restore task failed: {e}")))??;
+            self.answer(last).await?;
         }
         Ok(())
     }
+}
+
+impl Machine {
+    async fn answer(&self, rx: tokio::sync::oneshot::Receiver<super::wire::Reply>) -> Result<()> {
+        rx.await.unwrap_or_else(|_| Err(self.conn.gone_error()))?;
+        Ok(())
+    }
+}
+
+async fn finish_write(w: tokio::task::JoinHandle<std::io::Result<()>>) -> Result<()> {
+    w.await
+        .map_err(|e| Error::sandbox(format!("snapshot write task failed: {e}")))?
+        .map_err(|e| Error::io("cannot write the snapshot's root.data", e))
 }
 
 fn file_op(k: &Kept, off: u64, len: u64) -> Value {
