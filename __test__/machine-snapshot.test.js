@@ -57,6 +57,8 @@ async function populate(m) {
       "printf odd > '/opt/x/a name with spaces, ünïcode'",
       'ln -s /nowhere /opt/dangling',
       'chmod 4755 /opt/x/empty',
+      // Many entries: the restore takes several requests, directories before their files.
+      'for d in $(seq 1 40); do mkdir -p /opt/many/$d; for f in $(seq 1 60); do echo $d-$f > /opt/many/$d/$f; done; done',
       'mkdir -p sub && printf ws > sub/w.txt && printf top > top.txt',
     ].join('\n'),
   )
@@ -103,6 +105,8 @@ test('a machine from a snapshot sees its root changes and workspace files', asyn
       "cat '/opt/x/a name with spaces, ünïcode'; echo; stat -c '%a %s' /opt/x/empty; readlink /opt/dangling",
     )
     assert.equal(odd.stdout, 'odd\n4755 0\n/nowhere\n')
+    const many = await c.exec('find /opt/many -type f | wc -l; cat /opt/many/40/60 /opt/many/1/1')
+    assert.equal(many.stdout, '2400\n40-60\n1-1\n')
   }
 })
 
