@@ -2,7 +2,6 @@
 //! snapshot keeps, and writes a snapshot's changes into a fresh box (agent/src/snapshot.rs does
 //! the box's half; paths are only ever resolved there).
 
-use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
@@ -26,19 +25,16 @@ impl Machine {
         Ok(self.request("snap_walk", json!({}), &[]).await?.data)
     }
 
-    /// Reads every kept file of `changes` into `data` (one after the other), setting each one's
+    /// Reads every kept file of `changes` into `out` (one after the other), setting each one's
     /// offset and size to what was read; a file gone since the walk is dropped from `changes`.
     /// Two requests are in flight at a time, so the agent reads while the host writes. Returns
     /// the bytes written.
     pub async fn snap_read_into(
         self: &Arc<Self>,
         changes: &mut Changes,
-        data: &Path,
+        out: Arc<std::fs::File>,
         limit: u64,
     ) -> Result<u64> {
-        let out = std::fs::File::create(data)
-            .map_err(|e| Error::io("cannot write the snapshot's root.data", e))?;
-        let out = Arc::new(out);
         // The previous batch's write to root.data, done off the runtime while the next is read.
         let mut writing: Option<tokio::task::JoinHandle<std::io::Result<()>>> = None;
         // Pieces: (index in kept, offset in the file, length).
@@ -163,10 +159,13 @@ impl Machine {
     /// Writes a snapshot's root changes into this (fresh) machine: removals, then directories,
     /// files and symlinks in order, then the directories' mtimes (last, as writing into a
     /// directory moves its mtime). Two requests in flight, as for reads.
-    pub async fn snap_apply(self: &Arc<Self>, changes: &Changes, data: &Path) -> Result<()> {
-        let src = std::fs::File::open(data)
-            .map_err(|e| Error::io("cannot read the snapshot's root.data", e))?;
-        let src = Arc::new(src);
+    /// `src` holds the files' bytes at the offsets `changes` gives (read with pread, so several
+    /// machines may restore from one open file at once).
+    pub async fn snap_apply(
+        self: &Arc<Self>,
+        changes: &Changes,
+        src: Arc<std::fs::File>,
+    ) -> Result<()> {
         let mut batches = Batches::default();
         for p in &changes.deleted {
             batches.push(json!({"op": "rm", "path": p}), 0);

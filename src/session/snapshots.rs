@@ -20,6 +20,8 @@ use crate::snapshots::diff::{compare, parse_walk, Changes, Walked};
 use crate::snapshots::{Meta, Store};
 use crate::workspace::Workspace;
 
+/// A fork's copy of a machine's changed files is held in memory up to this size, else on disk.
+const MEMFD_MAX: u64 = 1 << 30;
 /// `kern images --json` gets this long to answer (it reads a local cache).
 const IMAGES_TIMEOUT: Duration = Duration::from_secs(15);
 
@@ -51,8 +53,8 @@ impl Session {
         let store = self.snapshot_store()?;
         let draft = store.draft()?;
         let room = store.room()?;
-        let size = self
-            .copy_machine(&store, m, &agent, &draft.dir, room)
+        let (size, _) = self
+            .copy_machine(&store, m, &agent, &draft.dir, room, false)
             .await?;
         let image = m.image.clone();
         tokio::task::spawn_blocking(move || draft.commit(&store, name, image, size))
@@ -72,19 +74,21 @@ impl Session {
         let store = self.snapshot_store()?;
         let draft = store.draft()?;
         // A fork's copy is gone once the forks run: it may use the whole cap, not just the room.
-        self.copy_machine(&store, m, &agent, &draft.dir, store.max_bytes())
+        let (_, data) = self
+            .copy_machine(&store, m, &agent, &draft.dir, store.max_bytes(), true)
             .await?;
         let dir = draft.dir.clone();
         let starts: Vec<_> = (0..count)
             .map(|_| {
                 let (s, dir, image) = (self.clone(), dir.clone(), m.image.clone());
+                let data = data.clone();
                 let from = StartFrom {
                     agent: agent.clone(),
                     timeout_s: None,
                     network: None,
                     events: None,
                 };
-                tokio::spawn(async move { s.start_from_dir(&dir, image, from).await })
+                tokio::spawn(async move { s.start_from_dir(&dir, image, from, Some(data)).await })
             })
             .collect();
         let mut made = Vec::new();
@@ -116,17 +120,25 @@ impl Session {
     ) -> Result<Arc<Machine>> {
         let store = self.snapshot_store()?;
         let (meta, dir) = store.find(key)?;
-        self.start_from_dir(&dir, meta.image, from).await
+        self.start_from_dir(&dir, meta.image, from, None).await
     }
 
     /// A fresh machine of `image` on a copy of `dir`'s workspace, with `dir`'s root changes
-    /// written into it before it is handed over.
+    /// written into it before it is handed over; their bytes from `data`, else `dir`'s root.data.
     async fn start_from_dir(
         self: &Arc<Self>,
         dir: &Path,
         image: String,
         from: StartFrom,
+        data: Option<Arc<std::fs::File>>,
     ) -> Result<Arc<Machine>> {
+        let data = match data {
+            Some(d) => d,
+            None => Arc::new(
+                std::fs::File::open(dir.join("root.data"))
+                    .map_err(|e| Error::io("cannot read the snapshot's root.data", e))?,
+            ),
+        };
         let text = tokio::fs::read(dir.join("root.json"))
             .await
             .map_err(|e| Error::io("cannot read the snapshot's root.json", e))?;
@@ -159,14 +171,16 @@ impl Session {
                 return Err(e);
             }
         };
-        if let Err(e) = m.snap_apply(&changes, &dir.join("root.data")).await {
+        if let Err(e) = m.snap_apply(&changes, data).await {
             m.close().await;
             return Err(e);
         }
         Ok(m)
     }
 
-    /// Writes `m`'s root changes and a copy of its workspace into `dir`; returns their size.
+    /// Writes `m`'s root changes and a copy of its workspace into `dir`; returns their size and
+    /// the open file of the changed files' bytes. `transient` (a fork's copy): those bytes go to
+    /// memory (a memfd) when they fit [`MEMFD_MAX`], sparing the disk a write it would throw away.
     async fn copy_machine(
         self: &Arc<Self>,
         store: &Store,
@@ -174,14 +188,28 @@ impl Session {
         agent: &Path,
         dir: &Path,
         limit: u64,
-    ) -> Result<u64> {
+        transient: bool,
+    ) -> Result<(u64, Arc<std::fs::File>)> {
         let base = self.baseline(store, agent, &m.image).await?;
         check_alive(m)?;
         let now = parse_walk(&m.snap_walk().await?)?;
         let mut changes = compare(&base, &now);
-        let data = m
-            .snap_read_into(&mut changes, &dir.join("root.data"), limit)
-            .await?;
+        let expected: u64 = changes.kept.iter().map(|k| k.size).sum();
+        let out = if transient && expected <= MEMFD_MAX {
+            let fd = rustix::fs::memfd_create("kern-sandbox-fork", rustix::fs::MemfdFlags::CLOEXEC)
+                .map_err(|e| Error::io("cannot hold the fork's copy in memory", e.into()))?;
+            std::fs::File::from(fd)
+        } else {
+            let path = dir.join("root.data");
+            std::fs::File::options()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .open(&path)
+                .map_err(|e| Error::io("cannot write the snapshot's root.data", e))?
+        };
+        let out = Arc::new(out);
+        let data = m.snap_read_into(&mut changes, out.clone(), limit).await?;
         let manifest = changes.to_json().to_string();
         tokio::fs::write(dir.join("root.json"), &manifest)
             .await
@@ -191,7 +219,7 @@ impl Session {
         let copied = tokio::task::spawn_blocking(move || copy_workspace(&src, &dst, left))
             .await
             .map_err(|e| Error::sandbox(format!("workspace copy task failed: {e}")))??;
-        Ok(data + manifest.len() as u64 + copied.bytes)
+        Ok((data + manifest.len() as u64 + copied.bytes, out))
     }
 
     /// The walk of a pristine box of `image`, from the store's cache or made now in a box of its
