@@ -324,6 +324,8 @@ export type SandboxErrorCode =
   | 'ERR_NETWORK_FIXED'
   /** A call on a paused machine (or on a kernel in one): `machine.resume()` it first. */
   | 'ERR_MACHINE_PAUSED'
+  /** No machine snapshot has that id or name in the store (`sbx.machine({ from })`, `delete()`). */
+  | 'ERR_SNAPSHOT_NOT_FOUND'
   | (string & {})
 /** An egress policy: the object form of `network` (E2B's `SandboxNetworkOpts` shape, plus `hosts`
  * and `upstreamCa`). Checked once; a bad entry is `ERR_BAD_NETWORK_POLICY` naming it. Private,
@@ -472,6 +474,14 @@ export interface SandboxOptions {
    * did. `KERN_SANDBOX_PREWARM` replaces the default. The one-shot top-level runCode() keeps none.
    * @default 0 */
   prewarm?: number
+  /** The host directory machine snapshots are kept in (an absolute path; created 0700). Default
+   * `$KERN_SANDBOX_SNAPSHOT_DIR`, else `$XDG_DATA_HOME/kern-sandbox/snapshots`, else
+   * `~/.local/share/kern-sandbox/snapshots`. See docs/machines.md. */
+  snapshotDir?: string
+  /** Cap on the bytes every snapshot in the store holds together: a snapshot that would pass it is
+   * refused (`ERR_TOO_LARGE`) and nothing of it is kept.
+   * @default 21474836480 (20 GiB) */
+  snapshotMaxBytes?: number
 }
 
 /** The language runCode() runs `code` as. Match the image to it (python -> a python image, ...).
@@ -643,6 +653,9 @@ export class Sandbox {
    * caps, env, mounts, network, capabilities, security profile), with processes, terminals,
    * files, file watch and ports. Resolves once it is up. */
   machine(opts?: MachineOptions): Promise<Machine>
+  /** The machine snapshots in the store (`snapshotDir`), oldest first: every session's, this
+   * one's or not. Needs no open(). */
+  snapshots(): Promise<MachineSnapshot[]>
   /** Same as close(): what `await using` calls at the end of its block. */
   [Symbol.asyncDispose](): Promise<void>
 }
@@ -688,6 +701,27 @@ export interface MachineOptions {
   /** What the end of `lifetimeS` does: `'close'` the machine, or `'pause'` it (resume() then
    * re-arms the whole lifetime). @default 'close' */
   onTimeout?: 'close' | 'pause'
+  /** Start on a snapshot (a {@link MachineSnapshot}, or its id or name; a name means the newest
+   * of that name): the machine runs the snapshot's image with its root changes and a copy of its
+   * workspace of its own (removed on close). Missing: `ERR_SNAPSHOT_NOT_FOUND`. Not with `image`. */
+  from?: MachineSnapshot | string
+}
+
+/** A machine's filesystem kept on the host (see `Machine.snapshot`, docs/machines.md): the changes
+ * of its root filesystem against its image (new, changed and removed files, directories and
+ * symlinks with their modes and owners) and a copy of its workspace. It does NOT hold running
+ * processes, memory, open ports or anything under other mounts (`/proc`, `/dev`, `/tmp` where it
+ * is a tmpfs, the session's `mounts`). It outlives the session until deleted. */
+export interface MachineSnapshot {
+  readonly id: string
+  readonly name: string | null
+  /** The image the machine ran: a machine from the snapshot runs it too. */
+  readonly image: string
+  readonly createdAt: Date
+  /** Bytes it holds in the store (changed files, their list, the workspace copy). */
+  readonly sizeBytes: number
+  /** Removes it from the store. Already gone: `ERR_SNAPSHOT_NOT_FOUND`. */
+  delete(): Promise<void>
 }
 
 /** Options of `Machine.exec()`. */
@@ -902,6 +936,16 @@ export class Machine {
   setTimeout(seconds: number): Promise<void>
   /** When the lifetime ends; null without a lifetime, or while paused (the clock stops). */
   readonly endsAt: Date | null
+  /** Records the machine's filesystem (its root's changes against the image, and a copy of its
+   * workspace) in the host's snapshot store; the machine runs on. NOT its processes or memory.
+   * `name`: 1-64 characters, no `/` or NUL (`ERR_INVALID_OPTION`). Closed machine:
+   * `ERR_MACHINE_GONE`. Past `snapshotMaxBytes`: `ERR_TOO_LARGE`, nothing kept. */
+  snapshot(opts?: { name?: string }): Promise<MachineSnapshot>
+  /** `count` (default 1, a whole number 1-64) new machines of this session whose root and
+   * workspace start as copies of this one's now, each with a workspace of its own; processes start
+   * fresh; the session's network; this machine runs on. A failure closes those already made.
+   * Bad count: `ERR_INVALID_OPTION`; closed machine: `ERR_MACHINE_GONE`. */
+  fork(opts?: { count?: number }): Promise<Machine[]>
   /** Ends every process and the box; resolves once nothing of it is left. Idempotent. */
   close(): Promise<void>
   [Symbol.asyncDispose](): Promise<void>

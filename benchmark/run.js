@@ -24,9 +24,19 @@ const { table } = require('./lib/table')
 const { ROOT, IMPLS, TRUE_BIN, ctx, log, sync, rtPrefix } = runner
 
 /** The families, in the order their rows are printed. */
-const FAMILIES = ['binding', 'snapshot', 'cli', 'oneshot', 'kernels', 'e2b', 'machines', 'pool', 'proxy', 'size'].map(
-  (f) => require(`./families/${f}`),
-)
+const FAMILIES = [
+  'binding',
+  'snapshot',
+  'cli',
+  'oneshot',
+  'kernels',
+  'e2b',
+  'machines',
+  'forks',
+  'pool',
+  'proxy',
+  'size',
+].map((f) => require(`./families/${f}`))
 
 function parseArgs(argv) {
   const a = {

@@ -7,7 +7,7 @@
 
 const RESULT_TAG = '@@RESULT '
 
-const MODULES = ['calls', 'binding', 'snapshot', 'kernels', 'e2b', 'machines', 'pool', 'proxy']
+const MODULES = ['calls', 'binding', 'snapshot', 'kernels', 'e2b', 'machines', 'forks', 'pool', 'proxy']
 
 function modes() {
   const all = {}

@@ -48,6 +48,7 @@ const CLASSES = {
   ERR_BAD_NETWORK_POLICY: SandboxError,
   ERR_NETWORK_FIXED: SandboxError,
   ERR_MACHINE_PAUSED: SandboxError,
+  ERR_SNAPSHOT_NOT_FOUND: SandboxError,
   ERR_ABORTED: null,
 }
 

@@ -136,12 +136,14 @@ class Machine {
   #cancel
   #closed = false
   #network
+  #removeSnapshot
 
-  constructor(native, sandbox, cancel, network) {
+  constructor(native, sandbox, cancel, network, removeSnapshot) {
     this.#native = native
     this.#sandbox = sandbox
     this.#cancel = cancel
     this.#network = network
+    this.#removeSnapshot = removeSnapshot
   }
 
   /** The machine's network as given: `false`, `true` or its current policy. */
@@ -342,6 +344,18 @@ class Machine {
     return ms == null ? null : new Date(ms)
   }
 
+  async snapshot(opts = {}) {
+    const { name } = optionsBag('snapshot', opts)
+    const info = await callNative(() => this.#native.snapshot(agentPath(), name ?? undefined))
+    return new MachineSnapshot(info, this.#removeSnapshot)
+  }
+
+  async fork(opts = {}) {
+    const { count } = optionsBag('fork', opts)
+    const natives = await callNative(() => this.#native.fork(agentPath(), count ?? undefined))
+    return natives.map((n) => new Machine(n, this.#sandbox, this.#cancel, this.#sandbox.network, this.#removeSnapshot))
+  }
+
   async close() {
     this.#closed = true
     await this.#native.close()
@@ -350,6 +364,37 @@ class Machine {
   async [Symbol.asyncDispose]() {
     await this.close()
   }
+}
+
+/** A machine snapshot in the store (see index.d.ts): its fields, and delete(). */
+class MachineSnapshot {
+  #remove
+
+  /** `remove(id)` deletes it from the store (the native session's deleteSnapshot). */
+  constructor(info, remove) {
+    this.#remove = remove
+    this.id = info.id
+    this.name = info.name ?? null
+    this.image = info.image
+    this.createdAt = new Date(info.createdAt)
+    this.sizeBytes = info.sizeBytes
+  }
+
+  async delete() {
+    await this.#remove(this.id)
+  }
+
+  toJSON() {
+    const { id, name, image, createdAt, sizeBytes } = this
+    return { id, name, image, createdAt, sizeBytes }
+  }
+}
+
+/** `from` as the native side takes it: a snapshot's id or name. */
+function snapshotKey(from) {
+  if (from instanceof MachineSnapshot) return from.id
+  if (typeof from === 'object' && from !== null && typeof from.id === 'string') return from.id
+  return from
 }
 
 /** An agent entry in the shape index.d.ts gives MachineEntry. */
@@ -382,15 +427,16 @@ function isStringRecord(o) {
 /** Sandbox#machine(): the native side checks the options, starts the box and exposes the ports
  * asked for. */
 async function openMachine(sandbox, nativeSandbox, opts) {
-  const { image, ports, timeoutS, network, onRequest, lifetimeS, onTimeout } = optionsBag('machine', opts)
+  const { image, ports, timeoutS, network, onRequest, lifetimeS, onTimeout, from } = optionsBag('machine', opts)
   checkCallback('onRequest', onRequest)
   const agent = agentPath()
   // Without its own, the native side gives it the session's onRequest.
   const events = eventSink(onRequest)
   const native = await callNative(() =>
-    nativeSandbox.machine(agent, { image, ports, timeoutS, network, lifetimeS, onTimeout }, events),
+    nativeSandbox.machine(agent, { image, ports, timeoutS, network, lifetimeS, onTimeout, from: snapshotKey(from) }, events),
   )
-  return new Machine(native, sandbox, (id) => nativeSandbox.cancel(id), network ?? sandbox.network)
+  const removeSnapshot = (id) => callNative(() => nativeSandbox.deleteSnapshot(id))
+  return new Machine(native, sandbox, (id) => nativeSandbox.cancel(id), network ?? sandbox.network, removeSnapshot)
 }
 
-module.exports = { Machine, Process, openMachine, agentPath }
+module.exports = { Machine, MachineSnapshot, Process, openMachine, agentPath }

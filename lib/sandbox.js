@@ -21,7 +21,7 @@ const {
 const { chunkSink, eventSink, nativeCall, cancellable } = require('./calls.js')
 const { finishResult } = require('./results.js')
 const { Kernel, kernelLanguage, IPYTHON } = require('./kernel.js')
-const { openMachine, agentPath } = require('./machine.js')
+const { openMachine, agentPath, MachineSnapshot } = require('./machine.js')
 const { resolveLanguage } = require('./languages.js')
 const { prepareCell } = require('./jscell.js')
 const { diagnose, facts } = require('./host/diagnose.js')
@@ -170,6 +170,12 @@ class Sandbox {
     } catch (e) {
       throw this.#explainStart(e)
     }
+  }
+
+  async snapshots() {
+    const list = await callNative(() => this.#native.snapshots())
+    const remove = (id) => callNative(() => this.#native.deleteSnapshot(id))
+    return list.map((info) => new MachineSnapshot(info, remove))
   }
 
   /** A kernel's or machine's box that did not start is an error, not a fault: when the host's

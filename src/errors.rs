@@ -86,6 +86,8 @@ coded_errors! {
     NetworkFixed => "ERR_NETWORK_FIXED",
     /// The machine is paused: resume() it first.
     MachinePaused => "ERR_MACHINE_PAUSED",
+    /// No machine snapshot has that id or name in the store.
+    SnapshotNotFound => "ERR_SNAPSHOT_NOT_FOUND",
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

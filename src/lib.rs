@@ -18,6 +18,9 @@ mod machine_binding;
 mod options;
 mod output;
 mod session;
+// Machine snapshots and forks: their napi face, beside machine_binding.
+mod snapshot_binding;
+mod snapshots;
 mod task;
 mod workspace;
 

@@ -67,15 +67,27 @@ impl NativeSandbox {
         let s = self.inner.clone();
         let events = on_request.map(event_sink);
         promise(env, async move {
-            let inner = s
-                .open_machine(
-                    PathBuf::from(agent),
-                    cfg.image,
-                    cfg.timeout_s,
-                    cfg.network,
-                    events,
-                )
-                .await?;
+            let inner = match cfg.from {
+                Some(key) => {
+                    let from = crate::session::snapshots::StartFrom {
+                        agent: PathBuf::from(agent),
+                        timeout_s: cfg.timeout_s,
+                        network: cfg.network,
+                        events,
+                    };
+                    s.machine_from(&key, from).await?
+                }
+                None => {
+                    s.open_machine(
+                        PathBuf::from(agent),
+                        cfg.image,
+                        cfg.timeout_s,
+                        cfg.network,
+                        events,
+                    )
+                    .await?
+                }
+            };
             for &port in &cfg.ports {
                 if let Err(e) = inner.expose_port(port).await {
                     inner.close().await;
@@ -95,10 +107,10 @@ impl NativeSandbox {
 
 #[napi]
 pub struct NativeMachine {
-    inner: Arc<Machine>,
-    session: Arc<Session>,
-    timeout_s: f64,
-    max_output: usize,
+    pub(crate) inner: Arc<Machine>,
+    pub(crate) session: Arc<Session>,
+    pub(crate) timeout_s: f64,
+    pub(crate) max_output: usize,
 }
 
 impl NativeMachine {

@@ -145,6 +145,10 @@ pub struct SandboxOptions {
     pub box_workspace: Option<String>,
     /// Boxes kept started ahead of calls; 0 turns it off.
     pub prewarm: Option<f64>,
+    /// The machine snapshot store; default `$KERN_SANDBOX_SNAPSHOT_DIR` or the user's data dir.
+    pub snapshot_dir: Option<String>,
+    /// The store's size cap in bytes; default 20 GiB.
+    pub snapshot_max_bytes: Option<f64>,
 }
 
 #[napi(object)]
@@ -200,6 +204,10 @@ pub struct Config {
     pub box_workspace: String,
     /// How many ready boxes the session keeps (0: none).
     pub prewarm: usize,
+    /// `snapshotDir`: None for the default store (see `snapshots::Store::open`).
+    pub snapshot_dir: Option<PathBuf>,
+    /// `snapshotMaxBytes`: the store's cap.
+    pub snapshot_max_bytes: u64,
     /// The internal test hook's attach (`egress::attach::from_test_env`), when no policy is given:
     /// a policy's attach exists once open() has started the session's proxy.
     pub egress: Option<crate::egress::attach::EgressAttach>,
@@ -246,9 +254,25 @@ impl Config {
             apparmor: o.apparmor.map(check_apparmor).transpose()?,
             box_workspace,
             prewarm: check_prewarm(o.prewarm)?,
+            snapshot_dir: check_snapshot_dir(o.snapshot_dir)?,
+            snapshot_max_bytes: match o.snapshot_max_bytes {
+                None => crate::snapshots::DEFAULT_MAX_BYTES,
+                Some(n) if n.is_finite() && n >= 0.0 && n.fract() == 0.0 => n as u64,
+                Some(n) => return Err(invalid("snapshotMaxBytes", "a whole number of bytes", n)),
+            },
             egress,
             kern: locate::find_kern()?,
         })
+    }
+}
+
+/// `snapshotDir`: an absolute host path without NUL.
+fn check_snapshot_dir(v: Option<String>) -> Result<Option<PathBuf>> {
+    match v {
+        Some(d) if d.contains('\0') || !d.starts_with('/') => {
+            Err(invalid("snapshotDir", "an absolute host path", shown(&d)))
+        }
+        d => Ok(d.map(PathBuf::from)),
     }
 }
 

@@ -56,6 +56,9 @@ pub fn handle(cwd: &Path, req: Request, payload: Vec<u8>) -> Result<Reply, Fail>
             let owner = owner.as_deref().map(users::lookup).transpose()?;
             mkdir(&absolute(cwd, &path)?, owner.as_ref())
         }
+        Request::SnapWalk => crate::snapshot::walk(),
+        Request::SnapRead { items } => crate::snapshot::read(items),
+        Request::SnapApply { ops } => crate::snapshot::apply(ops, &payload),
         other => Err(Fail::invalid(format!("not a file request: {other:?}"))),
     }
 }

@@ -19,6 +19,7 @@ mod ports;
 mod process;
 mod proto;
 mod pty;
+mod snapshot;
 mod thread;
 mod users;
 mod watch;

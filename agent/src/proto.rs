@@ -18,7 +18,7 @@
 //! Requests: `spawn`, `write`, `close_stdin`, `signal`, `resize`, `ps` (processes); `read`,
 //! `write_file`, `list`, `stat`, `remove`, `rename`, `mkdir` (files, resolved in the box's own
 //! mount namespace); `watch`, `unwatch` (inotify); `connect` (a TCP stream to the box's loopback);
-//! `metrics`; `shutdown`.
+//! `metrics`; `snap_walk`, `snap_read`, `snap_apply` (snapshots); `shutdown`.
 //!
 //! Unsolicited frames from the agent: `out` (a chunk of a process's stdout or stderr, in order per
 //! fd), `exit` (after the process was reaped and its output drained, or after a 100 ms drain window
@@ -228,6 +228,15 @@ pub enum Request {
         port: u16,
     },
     Metrics,
+    /// Snapshots (see [`crate::snapshot`]): the root filesystem's walk, pieces of its files, and
+    /// a snapshot's changes written back.
+    SnapWalk,
+    SnapRead {
+        items: Vec<(String, u64, u64)>,
+    },
+    SnapApply {
+        ops: Vec<SnapOp>,
+    },
     Shutdown,
     /// Port-stream traffic: no id, no answer.
     Data {
@@ -239,4 +248,41 @@ pub enum Request {
     Close {
         stream: u32,
     },
+}
+
+/// One change `snap_apply` makes.
+#[derive(Deserialize, Debug)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum SnapOp {
+    /// Removes whatever is at `path` (a tree too); nothing there is fine.
+    Rm { path: String },
+    /// A directory (what was there first, if not a directory, is removed).
+    Dir {
+        path: String,
+        mode: u32,
+        uid: u32,
+        gid: u32,
+    },
+    /// `len` bytes of the payload written at `off`; `off == 0` starts the file afresh. `last`
+    /// sets its owner, mode and mtime.
+    File {
+        path: String,
+        off: u64,
+        len: u64,
+        mode: u32,
+        uid: u32,
+        gid: u32,
+        mtime: (i64, i64),
+        last: bool,
+    },
+    /// A symlink to `target`.
+    Link {
+        path: String,
+        target: String,
+        uid: u32,
+        gid: u32,
+        mtime: (i64, i64),
+    },
+    /// A directory's mtime, set after its content was written.
+    Times { path: String, mtime: (i64, i64) },
 }

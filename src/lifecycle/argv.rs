@@ -198,6 +198,8 @@ mod tests {
             apparmor: None,
             box_workspace: "/workspace".into(),
             prewarm: 0,
+            snapshot_dir: None,
+            snapshot_max_bytes: 1,
             egress: None,
         }
     }

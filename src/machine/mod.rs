@@ -9,6 +9,7 @@ pub mod options;
 mod ports;
 pub mod procs;
 mod reader;
+mod snapshot;
 pub mod wire;
 
 use std::collections::HashMap;
@@ -55,6 +56,12 @@ pub struct Launch {
     pub ctl_dir: PathBuf,
     pub workdir: String,
     pub startup: Duration,
+    /// The image the box runs (what a snapshot of it is against).
+    pub image: String,
+    /// The host directory bound at the workspace: the session's, or the machine's own.
+    pub host_workspace: PathBuf,
+    /// A workspace of the machine's own (from a snapshot, a fork): removed on close.
+    pub own_workspace: bool,
 }
 
 /// How one process is started.
@@ -102,6 +109,9 @@ pub struct Machine {
     /// The frozen box while paused.
     frozen: tokio::sync::Mutex<Option<freeze::Frozen>>,
     lifetime: Arc<lifetime::Lifetime>,
+    pub image: String,
+    pub host_workspace: PathBuf,
+    own_workspace: bool,
 }
 
 impl Machine {
@@ -185,6 +195,9 @@ impl Machine {
             gate: Default::default(),
             frozen: Default::default(),
             lifetime: Default::default(),
+            image: l.image,
+            host_workspace: l.host_workspace,
+            own_workspace: l.own_workspace,
         });
         reader::spawn(reader::Routes {
             rd,
@@ -524,6 +537,9 @@ impl Machine {
             .unwrap_or_else(|p| p.into_inner())
             .machine_gone(None);
         let _ = std::fs::remove_dir_all(&self.ctl_dir);
+        if self.own_workspace {
+            let _ = std::fs::remove_dir_all(&self.host_workspace);
+        }
         let egress = self.egress.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(p) = egress {
             p.close().await;

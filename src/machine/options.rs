@@ -40,6 +40,9 @@ pub struct MachineOptions<'a> {
     /// What its lifetime's end does: `'close'` (default) or `'pause'`.
     #[napi(ts_type = "'close' | 'pause' | null")]
     pub on_timeout: Option<Unknown<'a>>,
+    /// A snapshot's id or name (lib/machine.js passes a MachineSnapshot's id) to start on.
+    #[napi(ts_type = "string | null")]
+    pub from: Option<Unknown<'a>>,
 }
 
 /// A machine's own `network`.
@@ -60,6 +63,8 @@ pub struct MachineConfig {
     /// None: the Sandbox's.
     pub network: Option<Network>,
     pub lifetime: super::lifetime::LifetimeConfig,
+    /// The snapshot (id or name) the machine starts on.
+    pub from: Option<String>,
 }
 
 impl MachineConfig {
@@ -84,12 +89,34 @@ impl MachineConfig {
                 .map(port)
                 .collect::<Result<_>>()?,
         };
+        let from = match given(o.from)? {
+            None => None,
+            Some(v) => match js::string(&v)? {
+                Some(s) if !s.is_empty() && !s.contains('\0') => {
+                    if image.is_some() {
+                        return Err(refused(
+                            "from: a machine from a snapshot runs the snapshot's image; \
+                             image may not be given with it"
+                                .into(),
+                        ));
+                    }
+                    Some(s)
+                }
+                _ => {
+                    return Err(refused(format!(
+                        "from must be a MachineSnapshot, or a snapshot's id or name, got {}",
+                        js::show(&v)?
+                    )))
+                }
+            },
+        };
         Ok(MachineConfig {
             image,
             ports,
             timeout_s: timeout(o.timeout_s)?,
             network: network(o.network)?,
             lifetime: super::lifetime::LifetimeConfig::from_options(o.lifetime_s, o.on_timeout)?,
+            from,
         })
     }
 }

@@ -105,7 +105,19 @@ impl Conn {
     }
 
     /// Sends a request and waits for its answer; an `error` answer becomes the matching Error.
-    pub async fn request(&self, t: &str, mut head: Value, data: &[u8]) -> Result<Frame> {
+    pub async fn request(&self, t: &str, head: Value, data: &[u8]) -> Result<Frame> {
+        let rx = self.send_request(t, head, data).await?;
+        rx.await.unwrap_or_else(|_| Err(self.gone_error()))
+    }
+
+    /// Sends a request now and returns the wait for its answer: requests that must reach the
+    /// agent in order while several are in flight (a snapshot's restore).
+    pub async fn send_request(
+        &self,
+        t: &str,
+        mut head: Value,
+        data: &[u8],
+    ) -> Result<oneshot::Receiver<Reply>> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         head["t"] = json!(t);
         head["id"] = json!(id);
@@ -121,7 +133,7 @@ impl Conn {
                 .remove(&id);
             return Err(e);
         }
-        rx.await.unwrap_or_else(|_| Err(self.gone_error()))
+        Ok(rx)
     }
 
     /// Sends a frame that has no answer (port stream traffic).

@@ -31,6 +31,21 @@ impl Session {
         network: Option<Network>,
         events: Option<EventSink>,
     ) -> Result<Arc<Machine>> {
+        self.open_machine_on(agent, image, timeout_s, network, events, None)
+            .await
+    }
+
+    /// [`Session::open_machine`], on a workspace of the machine's own (`own_ws`, bound at the
+    /// session's boxWorkspace and removed when the machine closes) instead of the session's.
+    pub(super) async fn open_machine_on(
+        self: &Arc<Self>,
+        agent: PathBuf,
+        image: Option<String>,
+        timeout_s: Option<f64>,
+        network: Option<Network>,
+        events: Option<EventSink>,
+        own_ws: Option<PathBuf>,
+    ) -> Result<Arc<Machine>> {
         self.check_env()?;
         check_bind_source(&agent, "the machine agent")?;
         if !agent.is_file() {
@@ -71,7 +86,9 @@ impl Session {
             None => (None, attach),
         };
         match self
-            .start_machine(&opened, name, &id, agent, image, timeout_s, attach, &cfg)
+            .start_machine(
+                &opened, name, &id, agent, image, timeout_s, attach, &cfg, own_ws,
+            )
             .await
         {
             Ok(m) => {
@@ -100,6 +117,7 @@ impl Session {
         timeout_s: Option<f64>,
         attach: Option<EgressAttach>,
         cfg: &Config,
+        own_ws: Option<PathBuf>,
     ) -> Result<Arc<Machine>> {
         let ctl = opened.private.join(format!("machine-{id}"));
         std::fs::DirBuilder::new()
@@ -131,6 +149,16 @@ impl Session {
             ctl_at: CTL_IN_BOX,
         });
         spec.egress = egress.as_ref();
+        if let Some(ws) = &own_ws {
+            spec.workspace = ws;
+            spec.deps_readonly = self.cfg.deps_readonly
+                && ws
+                    .join(crate::workspace::DEPS_DIR)
+                    .symlink_metadata()
+                    .is_ok_and(|m| m.is_dir());
+        }
+        let host_workspace = spec.workspace.to_path_buf();
+        let image_ref = image.clone().unwrap_or_else(|| cfg.image.clone());
         let args = argv::box_argv_with_image(cfg, image, &spec);
         let startup = timeout_s
             .unwrap_or(self.cfg.timeout_s)
@@ -148,6 +176,9 @@ impl Session {
                 ctl_dir: ctl.clone(),
                 workdir: self.cfg.box_workspace.clone(),
                 startup: Duration::from_secs_f64(startup),
+                image: image_ref,
+                host_workspace,
+                own_workspace: own_ws.is_some(),
             },
             &starting.cancel,
         )
@@ -155,6 +186,9 @@ impl Session {
         drop(starting);
         if started.is_err() {
             let _ = std::fs::remove_dir_all(&ctl);
+            if let Some(ws) = &own_ws {
+                let _ = std::fs::remove_dir_all(ws);
+            }
         }
         started
     }

@@ -3,6 +3,7 @@
 mod machines;
 mod pip;
 pub mod pool;
+pub mod snapshots;
 
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
