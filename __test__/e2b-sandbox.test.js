@@ -49,14 +49,6 @@ test('getHost(port): a host:port the host fetches a server in the sandbox throug
   }
 })
 
-test('fork() rejects with a SandboxError that says why; the sandbox goes on', async () => {
-  const unsupported = (e) => e instanceof SandboxError && /fork\(\) is not supported/.test(e.message)
-  await assert.rejects(sbx.fork(), unsupported)
-  await assert.rejects(Sandbox.fork(sbx.sandboxId), unsupported)
-  await assert.rejects(Sandbox.fork('nope'), SandboxNotFoundError)
-  assert.equal((await sbx.commands.run('echo still here')).stdout, 'still here\n')
-})
-
 test("getMetrics() and getInfo(): E2B's fields", async () => {
   const [m] = await sbx.getMetrics()
   for (const k of ['cpuUsedPct', 'cpuCount', 'memUsed', 'memTotal', 'memCache', 'diskUsed', 'diskTotal']) {

@@ -433,7 +433,11 @@ async function openMachine(sandbox, nativeSandbox, opts) {
   // Without its own, the native side gives it the session's onRequest.
   const events = eventSink(onRequest)
   const native = await callNative(() =>
-    nativeSandbox.machine(agent, { image, ports, timeoutS, network, lifetimeS, onTimeout, from: snapshotKey(from) }, events),
+    nativeSandbox.machine(
+      agent,
+      { image, ports, timeoutS, network, lifetimeS, onTimeout, from: snapshotKey(from) },
+      events,
+    ),
   )
   const removeSnapshot = (id) => callNative(() => nativeSandbox.deleteSnapshot(id))
   return new Machine(native, sandbox, (id) => nativeSandbox.cancel(id), network ?? sandbox.network, removeSnapshot)

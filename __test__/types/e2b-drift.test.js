@@ -111,17 +111,7 @@ test('sandbox.pty, a CommandHandle, a WatchHandle and Sandbox.list() have exactl
 // and of its files, commands, pty, git and handles is here, or listed below as not provided (and said so
 // in docs/e2b.md). A member E2B adds fails this test until it is implemented or listed.
 const E2B_NOT_HERE = {
-  Sandbox: [
-    'trafficAccessToken',
-    'pause',
-    'betaPause',
-    'createSnapshot',
-    'listSnapshots',
-    'getMcpUrl',
-    'getMcpToken',
-    'uploadUrl',
-    'downloadUrl',
-  ],
+  Sandbox: ['trafficAccessToken', 'getMcpUrl', 'getMcpToken', 'uploadUrl', 'downloadUrl'],
   Commands: ['supportsStdinClose'],
 }
 
@@ -154,6 +144,19 @@ test("E2B's declared API: every public member of its Sandbox, files, commands, p
     assert.deepEqual(missing, [], `E2B's ${name} members missing here`)
     for (const k of E2B_NOT_HERE[name] ?? []) assert.ok(!(k in obj), `${name}.${k} exists now: take it off the list`)
   }
-  const statics = ['create', 'connect', 'kill', 'list', 'fork', 'updateNetwork']
+  const statics = [
+    'create',
+    'connect',
+    'kill',
+    'list',
+    'fork',
+    'updateNetwork',
+    'pause',
+    'betaPause',
+    'createSnapshot',
+    'listSnapshots',
+    'deleteSnapshot',
+    'getInfo',
+  ]
   for (const k of statics) assert.equal(typeof runtime.Sandbox[k], 'function', `Sandbox.${k}`)
 })

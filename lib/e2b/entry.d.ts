@@ -205,7 +205,8 @@ export interface SandboxEgressEvent {
 export interface SandboxOpts {
   /** Environment variables of every cell and command. */
   envs?: Record<string, string>
-  /** The sandbox's lifetime: it is killed this long after creation (or the last setTimeout).
+  /** The sandbox's lifetime: it is killed (or paused, see `lifecycle`) this long after creation
+   * (or the last setTimeout; a paused sandbox's clock stands still).
    * Default 300000 (5 minutes). */
   timeoutMs?: number
   /** Kept, and returned by getInfo(). */
@@ -217,6 +218,9 @@ export interface SandboxOpts {
   network?: SandboxNetworkOpts
   /** kern-sandbox's addition: called for every request the sandbox's proxy sees. */
   onRequest?: (event: SandboxEgressEvent) => void
+  /** What the end of the lifetime does (`onTimeout: 'pause'` pauses instead of killing), and
+   * whether a call on a paused sandbox resumes it (`autoResume`). */
+  lifecycle?: SandboxLifecycle
   /** kern-sandbox's own Sandbox options, e.g. `{ memoryMb: 1024, cpus: 2 }`, except those the
    * options above set (image, env, network, boxWorkspace). */
   kern?: Omit<KernSandboxOptions, 'image' | 'env' | 'network' | 'boxWorkspace'>
@@ -237,8 +241,10 @@ export interface SandboxInfo {
   startedAt: Date
   /** When its lifetime ends (see `setTimeout`). */
   endAt: Date
-  /** Always `running`: a sandbox here is never paused. */
+  /** `paused` between `pause()` (or a lifetime that ends with `onTimeout: 'pause'`) and `connect()`. */
   state: 'running' | 'paused'
+  /** What happens at the end of the lifetime, and whether a call wakes a paused sandbox. */
+  lifecycle?: SandboxInfoLifecycle
   cpuCount: number
   /** Its memory cap in MiB (the host's memory where none is set). */
   memoryMB: number
@@ -249,6 +255,69 @@ export interface SandboxInfo {
   /** The egress policy in force (absent on a build without egress policies for machines). */
   network?: SandboxNetworkInfo
   sandboxDomain?: string
+}
+
+/** What happens when a sandbox's lifetime ends: `kill` (the default) or `pause`. The object form's
+ * `keepMemory` is accepted; memory is always kept here (a pause freezes the processes). */
+export type SandboxOnTimeout = 'pause' | 'kill' | { action: 'pause'; keepMemory?: boolean } | { action: 'kill' }
+
+export interface SandboxLifecycle {
+  onTimeout: SandboxOnTimeout
+  /** With `onTimeout: 'pause'`: a call on the paused sandbox (a command, a file call, code)
+   * resumes it first, instead of failing. Default false. */
+  autoResume?: boolean
+}
+
+export interface SandboxInfoLifecycle {
+  onTimeout: 'pause' | 'kill'
+  autoResume: boolean
+}
+
+/** `pause()`'s options. `keepMemory: false` is taken and memory is kept anyway. */
+export interface SandboxPauseOpts {
+  keepMemory?: boolean
+  [option: string]: unknown
+}
+
+/** `fork()`'s options. */
+export interface SandboxForkOpts {
+  /** How many sandboxes. Default 1; an integer of at least 1. */
+  count?: number
+  /** The forks' lifetime. Default: 5 minutes. */
+  timeoutMs?: number
+  [option: string]: unknown
+}
+
+/** A snapshot in the package's snapshot store (see kern-sandbox's `Machine.snapshot`). */
+export interface SnapshotInfo {
+  /** Pass it to `Sandbox.create(snapshotId)`. */
+  snapshotId: string
+  /** Its name, if it was given one. */
+  names: string[]
+}
+
+export interface CreateSnapshotOpts {
+  /** 1-64 characters, no `/`, no NUL; `Sandbox.create(name)` finds it too. */
+  name?: string
+  [option: string]: unknown
+}
+
+export interface SnapshotListOpts {
+  /** Those made by this sandbox of this process. */
+  sandboxId?: string
+  /** Those with this name. */
+  name?: string
+  /** Page size. Default: all in one page. */
+  limit?: number
+  nextToken?: string
+  [option: string]: unknown
+}
+
+/** `Sandbox.listSnapshots()`: the store's snapshots, oldest first, page by page. */
+export interface SnapshotPaginator {
+  readonly hasNext: boolean
+  readonly nextToken: string | undefined
+  nextItems(): Promise<SnapshotInfo[]>
 }
 
 /** `connect()`'s options (`apiKey` and the other connection options are accepted and ignored). */
@@ -765,12 +834,33 @@ export class Sandbox {
   static updateNetwork(sandboxId: string, network: SandboxNetworkUpdate, opts?: Record<string, unknown>): Promise<void>
   /** The live sandboxes of this process. */
   static list(opts?: SandboxListOpts): SandboxPaginator
-  /** Not supported: rejects with a SandboxError that says why (a running
-   * machine cannot be copied with its processes). */
-  static fork(sandboxId: string, opts?: Record<string, unknown>): Promise<Sandbox[]>
-  /** Not supported: rejects with a SandboxError that says why. */
-  fork(opts?: Record<string, unknown>): Promise<Sandbox[]>
-  /** This sandbox (it is connected); `timeoutMs` extends its lifetime, never shortens it. */
+  /** fork() of the live sandbox with that id (InvalidArgumentError for a bad `count` first). */
+  static fork(sandboxId: string, opts?: SandboxForkOpts): Promise<Sandbox[]>
+  /** pause() of the live sandbox with that id. */
+  static pause(sandboxId: string, opts?: SandboxPauseOpts): Promise<boolean>
+  static betaPause(sandboxId: string, opts?: SandboxPauseOpts): Promise<boolean>
+  /** createSnapshot() of the live sandbox with that id. */
+  static createSnapshot(sandboxId: string, opts?: CreateSnapshotOpts): Promise<SnapshotInfo>
+  /** The snapshots in the store (`kern.snapshotDir`, else the default store). */
+  static listSnapshots(opts?: SnapshotListOpts & { kern?: { snapshotDir?: string } }): SnapshotPaginator
+  /** Removes a snapshot from the store; false when there is none. */
+  static deleteSnapshot(snapshotId: string, opts?: Record<string, unknown>): Promise<boolean>
+  /** `count` new sandboxes whose filesystem (the root and /home/user) starts as a copy of this
+   * one's now, each its own copy; processes and memory are NOT copied (they start fresh). This
+   * sandbox keeps running. A killed sandbox: SandboxNotFoundError. */
+  fork(opts?: SandboxForkOpts): Promise<Sandbox[]>
+  /** Freezes the sandbox (its processes keep their memory, use no CPU; ports answer nothing; the
+   * lifetime stops counting) until `connect()`. Calls meanwhile fail with a SandboxError, unless
+   * `lifecycle.autoResume`. False when it was paused already. */
+  pause(opts?: SandboxPauseOpts): Promise<boolean>
+  betaPause(opts?: SandboxPauseOpts): Promise<boolean>
+  /** A persistent snapshot of the filesystem (no processes, no memory) that
+   * `Sandbox.create(snapshotId)` starts sandboxes on. */
+  createSnapshot(opts?: CreateSnapshotOpts): Promise<SnapshotInfo>
+  /** The snapshots this sandbox made. */
+  listSnapshots(opts?: Omit<SnapshotListOpts, 'sandboxId'>): SnapshotPaginator
+  /** This sandbox, resumed if paused (its lifetime then starts again: `timeoutMs`, default 5
+   * minutes); on a running one `timeoutMs` extends its lifetime, never shortens it. */
   connect(opts?: SandboxConnectOpts): Promise<this>
   runCode(code: string, opts?: RunCodeOpts): Promise<Execution>
   createCodeContext(opts?: CreateCodeContextOpts): Promise<Context>

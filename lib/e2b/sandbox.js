@@ -21,6 +21,16 @@ const { Git } = require('./git.js')
 const { HostPorts } = require('./ports.js')
 const { live, SandboxPaginator } = require('./live.js')
 const { toPolicy, networkInfo } = require('./network.js')
+const {
+  lifecycleOf,
+  checkPauseOpts,
+  checkForkCount,
+  snapshotOrigin,
+  SnapshotPaginator,
+  storeOf,
+  findSnapshot,
+} = require('./lifecycle.js')
+const snapshotStore = require('../snapshot-store.js')
 const { version } = require('../../package.json')
 
 /** E2B's default sandbox lifetime. */
@@ -177,11 +187,19 @@ class Sandbox {
   #box
   /** E2B's network options as last given (create or updateNetwork), and the policy they made. */
   #network
+  /** What `lifecycle` asked for: `{ onTimeout: 'kill' | 'pause', autoResume }`. */
+  #lifecycle
+  #paused = false
+  /** The session, shared with this sandbox's forks: closed by the last of them to be killed. */
+  #shared
 
   /** Use `Sandbox.create()`. */
-  constructor({ session, machine }, { template, core, metadata, timeoutMs, network }) {
+  constructor({ session, machine, shared }, { template, core, metadata, timeoutMs, network, lifecycle }) {
     this.#session = session
+    this.#shared = shared ?? { refs: 0 }
+    this.#shared.refs += 1
     this.#machine = machine
+    this.#lifecycle = lifecycle
     this.#template = template
     this.#core = core
     this.#network = network
@@ -231,12 +249,24 @@ class Sandbox {
     opts = opts ?? {}
     if (typeof opts !== 'object' || Array.isArray(opts)) throw new InvalidArgumentError('options must be an object')
     const timeoutMs = checkLifetime(opts.timeoutMs ?? LIFETIME_MS, 'timeoutMs')
-    const core = coreOptions(template, opts)
+    const lifecycle = lifecycleOf(opts.lifecycle)
+    // A snapshot's id or name as the template: a sandbox on that snapshot, with its image.
+    const snapshot =
+      typeof template === 'string' && !E2B_TEMPLATES.has(template) ? findSnapshot(storeOf(opts.kern), template) : null
+    const core = coreOptions(snapshot ? undefined : template, opts)
+    if (snapshot) core.image = snapshot.image
     const metadata = stringRecord(opts.metadata, 'metadata') // checked before anything is opened
     const net = machineNetwork(opts)
-    const opened = await openMachine(core, net.options)
+    const opened = await openMachine(core, { ...net.options, ...(snapshot ? { from: snapshot.id } : {}) })
     const network = { given: opts.network, allowInternetAccess: opts.allowInternetAccess, policy: net.policy }
-    const sbx = new Sandbox(opened, { template: template ?? 'code-interpreter-v1', core, metadata, timeoutMs, network })
+    const sbx = new Sandbox(opened, {
+      template: template ?? 'code-interpreter-v1',
+      core,
+      metadata,
+      timeoutMs,
+      network,
+      lifecycle,
+    })
     sbx.#contexts.warm()
     return sbx
   }
@@ -306,27 +336,120 @@ class Sandbox {
     return new SandboxPaginator(opts)
   }
 
-  /** E2B's fork copies a running sandbox, memory and processes included; a kern machine cannot be
-   * copied while it runs, so this says so (a new sandbox on a copy of the workspace, through
-   * `kern: { workspace }` or the package's snapshots, keeps the files). */
-  static async fork(sandboxId) {
-    const s = live.get(sandboxId)
-    if (!s) throw new SandboxNotFoundError(`sandbox ${JSON.stringify(sandboxId)} not found`)
-    return s.fork()
+  /** fork() of the live sandbox with that id. */
+  static async fork(sandboxId, opts) {
+    checkForkCount(opts)
+    return Sandbox.#found(sandboxId).fork(opts)
   }
 
-  async fork() {
-    this.#alive()
-    throw new SandboxError(
-      `fork() is not supported by kern-sandbox/e2b: a running machine (sandbox ${this.sandboxId}) cannot be ` +
-        'copied with its processes; create a new sandbox on a copy of the workspace (kern: { workspace }) instead',
+  /** `count` (default 1) new sandboxes whose filesystem (root and /home/user) starts as a copy of
+   * this one's now, each with its own copy; processes and memory are not copied (they start
+   * fresh), and this sandbox keeps running. Each lives `timeoutMs` (default E2B's 5 minutes). */
+  async fork(opts) {
+    const count = checkForkCount(opts)
+    const timeoutMs = checkLifetime(opts?.timeoutMs ?? LIFETIME_MS, 'timeoutMs')
+    this.#alive(SandboxNotFoundError)
+    const machines = await this.#request(() => this.#machine.fork({ count }))
+    return machines.map(
+      (machine) =>
+        new Sandbox(
+          { session: this.#session, machine, shared: this.#shared },
+          {
+            template: this.#template,
+            core: this.#core,
+            metadata: { ...this.metadata },
+            timeoutMs,
+            network: this.#network,
+            lifecycle: this.#lifecycle,
+          },
+        ),
     )
+  }
+
+  /** pause() of the live sandbox with that id. */
+  static async pause(sandboxId, opts) {
+    return Sandbox.#found(sandboxId).pause(opts)
+  }
+
+  static async betaPause(sandboxId, opts) {
+    return Sandbox.#found(sandboxId).pause(opts)
+  }
+
+  /** Freezes the sandbox: its processes keep their memory and use no CPU, its ports answer
+   * nothing, its lifetime stops counting; connect() resumes it as it was. Memory is always kept
+   * here (`keepMemory: false` is taken, and keeps it too). Resolves false when it was paused. */
+  async pause(opts) {
+    checkPauseOpts(opts)
+    this.#alive(SandboxNotFoundError)
+    if (this.#paused) return false
+    clearTimeout(this.#timer)
+    this.#paused = true
+    try {
+      await this.#request(() => this.#machine.pause(), undefined, true)
+    } catch (e) {
+      this.#paused = false
+      this.#arm(Math.max(1, this.#endAt - Date.now()))
+      throw e
+    }
+    return true
+  }
+
+  async betaPause(opts) {
+    return this.pause(opts)
+  }
+
+  /** createSnapshot() of the live sandbox with that id. */
+  static async createSnapshot(sandboxId, opts) {
+    return Sandbox.#found(sandboxId).createSnapshot(opts)
+  }
+
+  /** A persistent snapshot of the sandbox's filesystem (root and /home/user; no processes, no
+   * memory) that `Sandbox.create(snapshotId)` starts new sandboxes on. The sandbox keeps running. */
+  async createSnapshot(opts) {
+    const name = opts?.name
+    if (name != null && (typeof name !== 'string' || name === ''))
+      throw new InvalidArgumentError('name must be a non-empty string')
+    this.#alive(SandboxNotFoundError)
+    const snap = await this.#request(() => this.#machine.snapshot(name != null ? { name } : {}))
+    snapshotOrigin.set(snap.id, this.sandboxId)
+    return { snapshotId: snap.id, names: snap.name ? [snap.name] : [] }
+  }
+
+  /** The snapshots in the store (this machine's), as E2B's paginator; `sandboxId` keeps those
+   * made by that sandbox of this process, `name` those with that name. */
+  static listSnapshots(opts) {
+    return new SnapshotPaginator(storeOf(opts?.kern), opts)
+  }
+
+  listSnapshots(opts) {
+    return new SnapshotPaginator(storeOf(this.#core), { ...opts, sandboxId: this.sandboxId })
+  }
+
+  /** Removes a snapshot; false when there is none. */
+  static async deleteSnapshot(snapshotId, opts) {
+    if (typeof snapshotId !== 'string' || snapshotId === '')
+      throw new InvalidArgumentError('snapshotId must be a non-empty string')
+    const removed = snapshotStore.remove(storeOf(opts?.kern), snapshotId)
+    snapshotOrigin.delete(snapshotId)
+    return removed
+  }
+
+  static #found(sandboxId) {
+    const s = live.get(sandboxId)
+    if (!s) throw new SandboxNotFoundError(`sandbox ${JSON.stringify(sandboxId)} not found`)
+    return s
   }
 
   /** This sandbox (it is connected already). A `timeoutMs` extends its lifetime to at least that
    * from now, as E2B's connect does; it never shortens it. */
   async connect(opts) {
-    this.#alive()
+    this.#alive(SandboxNotFoundError)
+    if (this.#paused) {
+      // Resumed as it was; its lifetime starts again (E2B's default 5 minutes, or timeoutMs).
+      const ms = checkLifetime(opts?.timeoutMs ?? LIFETIME_MS, 'timeoutMs')
+      await this.#resume(ms)
+      return this
+    }
     if (opts?.timeoutMs != null) {
       const ms = checkLifetime(opts.timeoutMs, 'timeoutMs')
       if (Date.now() + ms > this.#endAt) this.#arm(ms)
@@ -438,7 +561,7 @@ class Sandbox {
   }
 
   async isRunning() {
-    return !this.#killed && this.#machine.alive
+    return !this.#killed && !this.#paused && this.#machine.alive
   }
 
   async getInfo() {
@@ -450,7 +573,8 @@ class Sandbox {
       metadata: { ...this.metadata },
       startedAt: this.#startedAt,
       endAt: new Date(this.#endAt),
-      state: 'running',
+      state: this.#paused ? 'paused' : 'running',
+      lifecycle: { ...this.#lifecycle },
       cpuCount: this.#cpuCount(),
       memoryMB: this.#core.memoryMb ?? DEFAULTS.memoryMb ?? Math.floor(os.totalmem() / 2 ** 20),
       envdVersion: `kern-sandbox ${version}`,
@@ -472,8 +596,10 @@ class Sandbox {
     this.#onKill.clear()
     await this.#ports.close()
     await this.#machine.close().catch(() => {})
-    // The session after the machine: it also stops kernels still starting.
-    await this.#session.close()
+    // The session after the machine (it also stops kernels still starting), once no fork of this
+    // sandbox (or the sandbox it was forked from) uses it.
+    this.#shared.refs -= 1
+    if (this.#shared.refs === 0) await this.#session.close()
     await this.#contexts.closeAll()
     return true
   }
@@ -497,18 +623,31 @@ class Sandbox {
   #arm(ms) {
     clearTimeout(this.#timer)
     this.#endAt = Date.now() + ms
-    this.#timer = setTimeout(() => this.kill().catch(() => {}), ms)
+    const end = this.#lifecycle.onTimeout === 'pause' ? () => this.pause() : () => this.kill()
+    this.#timer = setTimeout(() => end().catch(() => {}), ms)
     this.#timer.unref() // a lifetime never keeps Node alive; exit cleans the boxes up
   }
 
-  #alive() {
-    if (this.#killed) throw new SandboxError(`sandbox ${this.sandboxId} was killed or reached the end of its lifetime`)
+  #alive(Class = SandboxError) {
+    if (this.#killed) throw new Class(`sandbox ${this.sandboxId} was killed or reached the end of its lifetime`)
+  }
+
+  async #resume(ms) {
+    await this.#request(() => this.#machine.resume(), undefined, true)
+    this.#paused = false
+    this.#arm(ms)
   }
 
   /** One machine request: refused once killed; its errors as E2B's; cut short by kill(), E2B's
    * TimeoutError. */
-  async #request(start, classes) {
+  async #request(start, classes, waking = false) {
     this.#alive()
+    if (this.#paused && !waking) {
+      if (!this.#lifecycle.autoResume) {
+        throw new SandboxError(`sandbox ${this.sandboxId} is paused: connect() resumes it`)
+      }
+      await this.#resume(LIFETIME_MS)
+    }
     try {
       return await start()
     } catch (e) {

@@ -90,6 +90,11 @@ impl OwnedProxy {
         self.proxy.update(policy);
     }
 
+    /// The policy in force now.
+    pub fn policy(&self) -> Policy {
+        self.proxy.policy()
+    }
+
     /// Stops the proxy (every connection ends) and removes its directory; resolves once done.
     pub async fn close(&self) {
         self.proxy.close().await;

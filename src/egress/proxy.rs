@@ -160,6 +160,11 @@ impl EgressProxy {
             .unwrap_or_else(|p| p.into_inner()) = Arc::new(policy);
     }
 
+    /// The policy in force now.
+    pub fn policy(&self) -> Policy {
+        (*self.shared.policy()).clone()
+    }
+
     /// Streams being served right now.
     pub fn active_connections(&self) -> usize {
         self.shared.active.load(Ordering::Acquire)

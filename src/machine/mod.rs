@@ -551,6 +551,15 @@ impl Machine {
         *self.egress.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(proxy));
     }
 
+    /// The policy of the machine's own proxy now (None: its network is the session's, or fixed).
+    pub fn own_policy(&self) -> Option<Policy> {
+        self.egress
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|p| p.policy())
+    }
+
     /// Replaces the policy of the machine's own proxy: requests that start from now on see it,
     /// and nothing in the box restarts.
     pub fn update_network(&self, policy: Policy) -> Result<()> {

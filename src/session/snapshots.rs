@@ -53,9 +53,11 @@ impl Session {
         let store = self.snapshot_store()?;
         let draft = store.draft()?;
         let room = store.room()?;
-        let (size, _) = self
-            .copy_machine(&store, m, &agent, &draft.dir, room, false)
-            .await?;
+        let (size, _) = thawed(
+            m,
+            self.copy_machine(&store, m, &agent, &draft.dir, room, false),
+        )
+        .await?;
         let image = m.image.clone();
         tokio::task::spawn_blocking(move || draft.commit(&store, name, image, size))
             .await
@@ -74,18 +76,23 @@ impl Session {
         let store = self.snapshot_store()?;
         let draft = store.draft()?;
         // A fork's copy is gone once the forks run: it may use the whole cap, not just the room.
-        let (_, data) = self
-            .copy_machine(&store, m, &agent, &draft.dir, store.max_bytes(), true)
-            .await?;
+        let (_, data) = thawed(
+            m,
+            self.copy_machine(&store, m, &agent, &draft.dir, store.max_bytes(), true),
+        )
+        .await?;
         let dir = draft.dir.clone();
+        let policy = m.own_policy();
         let starts: Vec<_> = (0..count)
             .map(|_| {
                 let (s, dir, image) = (self.clone(), dir.clone(), m.image.clone());
                 let data = data.clone();
+                // A machine with a policy of its own gives each fork a proxy of its own with a
+                // copy of the policy in force now; else the forks get the session's network.
                 let from = StartFrom {
                     agent: agent.clone(),
                     timeout_s: None,
-                    network: None,
+                    network: policy.clone().map(Network::Policy),
                     events: None,
                 };
                 tokio::spawn(async move { s.start_from_dir(&dir, image, from, Some(data)).await })
@@ -296,6 +303,19 @@ impl Session {
             })
             .unwrap_or_default()
     }
+}
+
+/// Runs `copy` with the machine running: a paused machine (whose agent could not answer) is
+/// thawed for the copy and frozen again after it, as it was.
+async fn thawed<T>(m: &Machine, copy: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+    if !m.paused() {
+        return copy.await;
+    }
+    m.resume().await?;
+    let r = copy.await;
+    let again = m.pause().await;
+    let t = r?;
+    again.map(|_| t)
 }
 
 fn check_alive(m: &Machine) -> Result<()> {
