@@ -313,3 +313,41 @@ test('kern-sandbox snapshots: list, rm and gc on the store', async (t) => {
   assert.deepEqual(storeEntries(store), [])
   assert.deepEqual(await sbx.snapshots(), [])
 })
+
+test('a paused machine is thawed for a snapshot or fork and paused again after it', async (t) => {
+  const { sbx } = await session(t)
+  const m = await openMachine(t, sbx)
+  const sleeper = await m.spawn(['sleep', '300'])
+  await m.exec('printf held > held.txt')
+  await m.pause()
+  const snap = await m.snapshot({ name: 'while-paused' })
+  assert.equal(m.paused, true, 'paused again after the snapshot')
+  const [f] = await m.fork()
+  t.after(() => f.close())
+  assert.equal(m.paused, true, 'paused again after the fork')
+  assert.equal(f.paused, false)
+  assert.equal((await f.exec('cat held.txt')).stdout, 'held')
+  await assert.rejects(m.exec('true'), coded('ERR_MACHINE_PAUSED'))
+  await m.resume()
+  assert.ok(
+    (await m.processes()).some((p) => p.pid === sleeper.pid),
+    'the same process runs on after the resume',
+  )
+  const from = await sbx.machine({ from: snap })
+  t.after(() => from.close())
+  assert.equal((await from.exec('cat held.txt')).stdout, 'held')
+  await snap.delete()
+})
+
+test('a fork of a machine with a policy of its own gets a copy of the policy in force', async (t) => {
+  const { sbx } = await session(t)
+  const m = await openMachine(t, sbx, { network: { allowOut: ['example.test'], denyOut: ['0.0.0.0/0'] } })
+  await m.updateNetwork({ allowOut: ['other.test'], denyOut: ['0.0.0.0/0'] })
+  const [f] = await m.fork()
+  t.after(() => f.close())
+  assert.deepEqual(f.network, { allowOut: ['other.test'], denyOut: ['0.0.0.0/0'] })
+  // The fork has a proxy of its own (a machine on the session's network: false would refuse
+  // updateNetwork with ERR_NETWORK_FIXED), so both can be changed apart.
+  await f.updateNetwork({ denyOut: ['0.0.0.0/0'] })
+  await m.updateNetwork({ allowOut: ['example.test'], denyOut: ['0.0.0.0/0'] })
+})

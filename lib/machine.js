@@ -353,7 +353,9 @@ class Machine {
   async fork(opts = {}) {
     const { count } = optionsBag('fork', opts)
     const natives = await callNative(() => this.#native.fork(agentPath(), count ?? undefined))
-    return natives.map((n) => new Machine(n, this.#sandbox, this.#cancel, this.#sandbox.network, this.#removeSnapshot))
+    // A policy of this machine's own goes to each fork (a proxy of its own, with a copy of it).
+    const network = this.#network !== null && typeof this.#network === 'object' ? this.#network : this.#sandbox.network
+    return natives.map((n) => new Machine(n, this.#sandbox, this.#cancel, network, this.#removeSnapshot))
   }
 
   async close() {
