@@ -922,8 +922,8 @@ export class Machine {
    * call that reaches the machine (exec, spawn, process writes and signals, files, watch,
    * exposePort, metrics, kernel() and a kernel's runCode, updateNetwork) rejects with
    * `ERR_MACHINE_PAUSED`; `processes()`, `attach()`, a process's `wait()` and `close()` work
-   * (close thaws, then closes). A process deadline that passes while paused applies on resume.
-   * Idempotent. */
+   * (close thaws, then closes); `snapshot()` and `fork()` thaw it for the copy and pause it again.
+   * A process deadline that passes while paused applies on resume. Idempotent. */
   pause(): Promise<void>
   /** Thaws the machine exactly as it was: the same processes and pids, the same memory.
    * Idempotent. */
