@@ -6,14 +6,17 @@
 //
 //   npm run soak                           # 1,000 sequential + 200 concurrent calls + 5,000 kernel cells
 //                                          # + 10,000 requests through the egress proxy
-//                                          # + 10,000 through one machine's egress, 10 min cap
-//   npm run soak -- --quick                # 150 + 50 calls + 800 cells + 2,000 + 2,000 requests, about a minute
+//                                          # + 10,000 through one machine's egress
+//                                          # + 200 pause/resume cycles of one machine, 10 min cap
+//   npm run soak -- --quick                # 150 + 50 calls + 800 cells + 2,000 + 2,000 requests
+//                                          # + 20 cycles, about a minute
 //   KERN_BIN=/path/to/kern npm run soak    # against a real kern (default: the stand-in)
 //
 // Options: --minutes N (cap on the call phases; checks still run after it), --quick, --seq N,
 // --conc N, --cells N (warm-kernel cells), --proxy N (requests through the egress proxy, half
-// refused), --box N (requests from inside one machine through its egress, half refused), --out FILE
-// (the figures as JSON), --verbose (every call's outcome).
+// refused), --box N (requests from inside one machine through its egress, half refused), --cycles N
+// (pause/resume cycles of one machine), --cycles-every K (a fork and a snapshot round every K
+// cycles), --out FILE (the figures as JSON), --verbose (every call's outcome).
 //
 // The kernel phase runs cells on a few warm kernels at once: plain cells whose output and value
 // are checked against state the soak keeps per kernel, errors, interrupts (obeyed and ignored),
@@ -38,11 +41,18 @@
 //              agent's fds never above the start figure, the host's RSS within the rss check's
 //              bound of it; after the client exits, no stream of it left and the box's process
 //              count back to where it was before it
+//   cycles     one machine paused and resumed N times (soak/cycles.js), with a fork({ count: 2 })
+//              and a snapshot (a machine from it, then deleted) every K: measured at start, middle
+//              and end, the host process's fds, the session's live boxes, the host processes
+//              under it (and kern's) and the snapshot store's entries and workspace copies never
+//              above the start figure, RSS within the rss check's bound of it; after close, the
+//              store as it was before the first snapshot and no workspace copy or box left
 //   calls      every call and cell settled in time with the outcome its workload must produce
 //
 // One module per scenario under benchmark/soak/: calls.js (one-shot calls, sequential and
 // concurrent), kernels.js (warm kernels), proxy.js (the egress proxy), box-egress.js (egress through
-// one machine, with its in-box client box-egress.py), close.js (a session closed with calls running); shared:
+// one machine, with its in-box client box-egress.py), cycles.js (pause/resume/fork/snapshot
+// cycles of one machine), close.js (a session closed with calls running); shared:
 // context.js (marker, tallies, draws), probes.js (what the checks look at), warmup.js, checks.js.
 
 const fs = require('node:fs')
@@ -83,6 +93,8 @@ function parseArgs(argv) {
     cells: null,
     proxy: null,
     box: null,
+    cycles: null,
+    cyclesEvery: null,
     out: null,
     verbose: false,
   }
@@ -103,6 +115,8 @@ function parseArgs(argv) {
     else if (v === '--cells') a.cells = Math.floor(num())
     else if (v === '--proxy') a.proxy = Math.floor(num())
     else if (v === '--box') a.box = Math.floor(num())
+    else if (v === '--cycles') a.cycles = Math.floor(num())
+    else if (v === '--cycles-every') a.cyclesEvery = Math.max(1, Math.floor(num()))
     else if (v === '--out') a.out = path.resolve(argv[++i])
     else if (v === '--verbose' || v === '-v') a.verbose = true
     else if (v === '--help' || v === '-h') {
@@ -110,7 +124,7 @@ function parseArgs(argv) {
         fs
           .readFileSync(__filename, 'utf8')
           .split('\n')
-          .slice(2, 46)
+          .slice(2, 56)
           .map((l) => l.replace(/^\/\/ ?/, ''))
           .join('\n'),
       )
@@ -125,6 +139,8 @@ function parseArgs(argv) {
   a.cells ??= a.quick ? 800 : 5000
   a.proxy ??= a.quick ? 2000 : 10000
   a.box ??= a.quick ? 2000 : 10000
+  a.cycles ??= a.quick ? 20 : 200
+  a.cyclesEvery ??= a.quick ? 5 : 10
   a.minutes ??= a.quick ? 1.5 : 10
   return a
 }
@@ -153,6 +169,7 @@ const { KERNELS_AT_ONCE, kstats, kernelsPhase } = require('./soak/kernels')
 const { closeWhileRunning } = require('./soak/close')
 const { proxyPhase } = require('./soak/proxy')
 const { boxEgressPhase } = require('./soak/box-egress')
+const { cyclesPhase } = require('./soak/cycles')
 const { warmUp } = require('./soak/warmup')
 const { fmtKb, checks: runChecks } = require('./soak/checks')
 
@@ -164,7 +181,7 @@ async function main() {
   const deadline = t0 + args.minutes * 60_000
   console.log(`kern-sandbox soak: ${KERN_KIND} (${KERN}), pid ${process.pid}, marker ${MARKER}`)
   console.log(
-    `plan: ${args.seq} sequential + ${args.conc} concurrent calls + ${args.cells} kernel cell workloads + ${args.proxy} proxied requests + ${args.box} through a machine, cap ${args.minutes} min, node ${process.version}, ${os.cpus().length} CPUs`,
+    `plan: ${args.seq} sequential + ${args.conc} concurrent calls + ${args.cells} kernel cell workloads + ${args.proxy} proxied requests + ${args.box} through a machine + ${args.cycles} pause/resume cycles (fork and snapshot every ${args.cyclesEvery}), cap ${args.minutes} min, node ${process.version}, ${os.cpus().length} CPUs`,
   )
 
   // warm-up, then the baseline
@@ -197,6 +214,14 @@ async function main() {
   // egress through one machine: an in-box client, half refused, measured at three marks
   const { done: boxDone, ms: boxMs, check: boxCheck, result: boxResult } = await boxEgressPhase(args.box)
 
+  // one machine paused and resumed, forked and snapshotted, measured at three marks
+  const {
+    done: cyclesDone,
+    ms: cyclesMs,
+    check: cyclesCheck,
+    result: cyclesResult,
+  } = await cyclesPhase(args.cycles, args.cyclesEvery)
+
   // a session closed while calls are still running (close() must stop them)
   await closeWhileRunning()
 
@@ -222,6 +247,9 @@ async function main() {
   console.log(
     `machine egress: ${boxDone}/${args.box} requests from inside one machine (half refused) in ${(boxMs / 1000).toFixed(1)} s`,
   )
+  console.log(
+    `machine cycles: ${cyclesDone}/${args.cycles} pause/resume cycles (fork and snapshot every ${args.cyclesEvery}) in ${(cyclesMs / 1000).toFixed(1)} s`,
+  )
   if (seqDone < args.seq || concDone < args.conc || cellsDone < args.cells || proxyDone < args.proxy)
     console.log(`WARNING: the ${args.minutes} min cap stopped the run early`)
   const rows = Object.entries(tally).sort(([a], [b]) => a.localeCompare(b))
@@ -236,6 +264,7 @@ async function main() {
   const { checks, fdsNew, fdsGone } = runChecks(before, after, rssHwm0, rssHwm)
   if (proxyCheck) checks.splice(checks.length - 1, 0, proxyCheck)
   if (boxCheck) checks.splice(checks.length - 1, 0, boxCheck)
+  if (cyclesCheck) checks.splice(checks.length - 1, 0, cyclesCheck)
   console.log('')
   for (const c of checks) console.log(`${c.pass ? 'PASS' : 'FAIL'}  ${c.name.padEnd(10)} ${c.figure}`)
   const failed = checks.filter((c) => !c.pass)
@@ -254,15 +283,32 @@ async function main() {
             cells: args.cells,
             proxy: args.proxy,
             box: args.box,
+            cycles: args.cycles,
+            cyclesEvery: args.cyclesEvery,
             minutes: args.minutes,
           },
-          done: { seq: seqDone, conc: concDone, cells: cellsDone, proxy: proxyDone, box: boxDone },
+          done: {
+            seq: seqDone,
+            conc: concDone,
+            cells: cellsDone,
+            proxy: proxyDone,
+            box: boxDone,
+            cycles: cyclesDone,
+          },
           kernels: {
             opened: kstats.opened - kstart.opened,
             closed: kstats.closed - kstart.closed,
             cells: kstats.cells - kstart.cells,
           },
-          ms: { seq: seqMs, conc: concMs, cells: cellsMs, proxy: proxyMs, box: boxMs, total: totalMs },
+          ms: {
+            seq: seqMs,
+            conc: concMs,
+            cells: cellsMs,
+            proxy: proxyMs,
+            box: boxMs,
+            cycles: cyclesMs,
+            total: totalMs,
+          },
           tally,
           counters,
           figures: {
@@ -279,6 +325,7 @@ async function main() {
             },
           },
           boxEgress: boxResult ?? null,
+          cycles: cyclesResult ?? null,
           checks: checks.map(({ name, pass, figure }) => ({ name, pass, figure })),
           problems,
         },
