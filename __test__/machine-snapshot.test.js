@@ -11,7 +11,7 @@ const assert = require('node:assert/strict')
 const fs = require('node:fs')
 const path = require('node:path')
 const { spawnSync } = require('node:child_process')
-const { kern, openSandbox, openMachine, tmpDir, sessionDirs, realKern } = require('./helpers.js')
+const { kern, openSandbox, openMachine, tmpDir, sessionDirs, realKern, runNode, lastJson } = require('./helpers.js')
 
 const { SandboxError, Machine } = kern
 
@@ -350,4 +350,48 @@ test('a fork of a machine with a policy of its own gets a copy of the policy in 
   // updateNetwork with ERR_NETWORK_FIXED), so both can be changed apart.
   await f.updateNetwork({ denyOut: ['0.0.0.0/0'] })
   await m.updateNetwork({ allowOut: ['example.test'], denyOut: ['0.0.0.0/0'] })
+})
+
+test('close() stops machines and forks whose objects were collected without close()', async () => {
+  const store = tmpDir('kst-snap-')
+  const r = await runNode(
+    `
+    const fs = require('node:fs')
+    const { Sandbox } = require(REPO)
+    require('node:v8').setFlagsFromString('--expose-gc')
+    const gc = require('node:vm').runInNewContext('gc')
+    // kern processes of this Node that run a box.
+    const boxes = () =>
+      fs.readdirSync('/proc').filter((d) => {
+        try {
+          const stat = fs.readFileSync('/proc/' + d + '/stat', 'utf8')
+          const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+          return ppid === process.pid && fs.readFileSync('/proc/' + d + '/cmdline', 'utf8').split('\\0').includes('box')
+        } catch {
+          return false
+        }
+      }).length
+    ;(async () => {
+      const sbx = new Sandbox({ snapshotDir: ${JSON.stringify(store)} })
+      await sbx.open()
+      const m = await sbx.machine()
+      await (async () => {
+        await m.fork({ count: 2 })
+        await sbx.machine()
+      })()
+      const before = boxes()
+      for (let i = 0; i < 3; i++) {
+        gc()
+        await new Promise((r) => setTimeout(r, 50))
+      }
+      await sbx.close()
+      console.log(JSON.stringify({ before, after: boxes() }))
+    })()
+    `,
+    { timeoutMs: 120_000 },
+  )
+  assert.equal(r.code, 0, r.stderr)
+  const { before, after } = lastJson(r.stdout)
+  assert.equal(before, 4, 'the machine, two forks and a second machine run')
+  assert.equal(after, 0, 'close() stopped every box')
 })

@@ -212,6 +212,11 @@ impl Machine {
         Ok(m)
     }
 
+    /// close() has begun (or ended): the session need not keep it.
+    pub fn is_closing(&self) -> bool {
+        self.closing.load(Ordering::Acquire)
+    }
+
     pub fn alive(&self) -> bool {
         self.alive.load(Ordering::Acquire) && !self.conn.is_gone()
     }

@@ -197,8 +197,8 @@ impl Session {
     async fn adopt_machine(&self, m: Arc<Machine>) -> Result<Arc<Machine>> {
         {
             let mut ms = self.machines.lock().unwrap_or_else(|p| p.into_inner());
-            ms.retain(|m| m.strong_count() > 0);
-            ms.push(Arc::downgrade(&m));
+            ms.retain(|m| !m.is_closing());
+            ms.push(m.clone());
         }
         // A close() that ran while the machine started must not leave it behind.
         if !self.is_open() {
@@ -213,10 +213,7 @@ impl Session {
     /// Closes the session's machines (its close() does).
     pub(super) async fn close_machines(&self) {
         let ms: Vec<Arc<Machine>> =
-            std::mem::take(&mut *self.machines.lock().unwrap_or_else(|p| p.into_inner()))
-                .iter()
-                .filter_map(std::sync::Weak::upgrade)
-                .collect();
+            std::mem::take(&mut *self.machines.lock().unwrap_or_else(|p| p.into_inner()));
         for m in ms {
             m.close().await;
         }

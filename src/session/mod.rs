@@ -101,8 +101,9 @@ pub struct Session {
     calls: Arc<Calls>,
     /// The session's warm kernels, closed with it.
     kernels: Mutex<Vec<Weak<Kernel>>>,
-    /// The session's machines, closed with it.
-    machines: Mutex<Vec<Weak<crate::machine::Machine>>>,
+    /// The session's machines, closed with it. Held strongly: a machine whose JS object was
+    /// collected without close() still has its box running, and close() must stop it.
+    machines: Mutex<Vec<Arc<crate::machine::Machine>>>,
     /// Held shared by a background snapshot/restore: close() waits for them to stop before it
     /// removes a workspace they may still be writing.
     jobs: Arc<tokio::sync::RwLock<()>>,
