@@ -4,6 +4,7 @@
 
 const { InvalidArgumentError } = require('./errors.js')
 const store = require('../snapshot-store.js')
+const { Paginator } = require('./live.js')
 
 /** snapshotId → the sandboxId that made it (this process's: listSnapshots({ sandboxId }) filters
  * on it; a snapshot from another process has no sandbox here). */
@@ -67,45 +68,17 @@ function findSnapshot(dir, template) {
   return store.list(dir).find((s) => s.id === template || s.name === template) ?? null
 }
 
-/** E2B's SnapshotPaginator over the store: `hasNext`, `nextToken`, `nextItems()` giving
- * `{ snapshotId, names }`, oldest first, filtered by `sandboxId` and `name`. */
-class SnapshotPaginator {
-  #dir
-  #sandboxId
-  #name
-  #limit
-  #offset = 0
-  #done = false
-
-  constructor(dir, opts = {}) {
-    opts = opts ?? {}
-    this.#dir = dir
-    this.#sandboxId = opts.sandboxId
-    this.#name = opts.name
-    this.#limit = Number.isInteger(opts.limit) && opts.limit > 0 ? opts.limit : Infinity
-    if (opts.nextToken != null) this.#offset = Number(opts.nextToken) || 0
-  }
-
-  get hasNext() {
-    return !this.#done
-  }
-
-  get nextToken() {
-    return this.#done ? undefined : String(this.#offset)
-  }
-
-  async nextItems() {
-    if (this.#done) throw new Error('No more items to fetch')
-    const all = store
-      .list(this.#dir)
-      .filter((s) => this.#sandboxId == null || snapshotOrigin.get(s.id) === this.#sandboxId)
-      .filter((s) => this.#name == null || s.name === this.#name)
+/** E2B's SnapshotPaginator over the store: `{ snapshotId, names }`, oldest first, filtered by
+ * `sandboxId` and `name`; `nextToken` resumes where an earlier page ended. */
+function snapshotPages(dir, opts = {}) {
+  opts = opts ?? {}
+  const items = async () =>
+    store
+      .list(dir)
+      .filter((s) => opts.sandboxId == null || snapshotOrigin.get(s.id) === opts.sandboxId)
+      .filter((s) => opts.name == null || s.name === opts.name)
       .map((s) => ({ snapshotId: s.id, names: s.name ? [s.name] : [] }))
-    const page = all.slice(this.#offset, this.#offset + this.#limit)
-    this.#offset += page.length
-    if (this.#offset >= all.length) this.#done = true
-    return page
-  }
+  return new Paginator(items, opts, opts.nextToken != null ? Number(opts.nextToken) || 0 : 0)
 }
 
 module.exports = {
@@ -115,5 +88,5 @@ module.exports = {
   snapshotOrigin,
   storeOf,
   findSnapshot,
-  SnapshotPaginator,
+  snapshotPages,
 }

@@ -12,42 +12,53 @@ function matches(info, query) {
   return true
 }
 
-/** E2B's SandboxPaginator: `hasNext`, `nextToken`, `nextItems()`. Pages of `limit` (default:
- * all) in creation order; `query` filters on `metadata` and `state` as E2B's does. */
-class SandboxPaginator {
-  #query
+/** E2B's paginators (SandboxPaginator, SnapshotPaginator): `hasNext`, `nextToken` (the offset of
+ * the next page, as a string, while there is one) and `nextItems()`, pages of `limit` (default:
+ * all) of what `items()` resolves to. */
+class Paginator {
+  #items
   #limit
-  #offset = 0
+  #offset
   #done = false
 
-  constructor(opts = {}) {
-    opts = opts ?? {}
-    this.#query = opts.query
+  constructor(items, opts, offset = 0) {
+    this.#items = items
     this.#limit = Number.isInteger(opts.limit) && opts.limit > 0 ? opts.limit : Infinity
+    this.#offset = offset
   }
 
   get hasNext() {
     return !this.#done
   }
 
-  /** The offset of the next page, as a string, while there is one. */
   get nextToken() {
     return this.#done ? undefined : String(this.#offset)
   }
 
-  /** The next page of SandboxInfo. Throws when there is none (check `hasNext`), as E2B's does. */
+  /** The next page. Throws when there is none (check `hasNext`), as E2B's does. */
   async nextItems() {
     if (this.#done) throw new Error('No more items to fetch')
-    const infos = []
-    for (const s of live.values()) {
-      const info = await s.getInfo().catch(() => null) // killed meanwhile: not listed
-      if (info && matches(info, this.#query)) infos.push(info)
-    }
-    const page = infos.slice(this.#offset, this.#offset + this.#limit)
+    const all = await this.#items()
+    const page = all.slice(this.#offset, this.#offset + this.#limit)
     this.#offset += page.length
-    if (this.#offset >= infos.length) this.#done = true
+    if (this.#offset >= all.length) this.#done = true
     return page
   }
 }
 
-module.exports = { live, SandboxPaginator }
+/** E2B's SandboxPaginator: the live sandboxes' SandboxInfo in creation order; `query` filters on
+ * `metadata` and `state` as E2B's does. */
+function sandboxPages(opts = {}) {
+  opts = opts ?? {}
+  const infos = async () => {
+    const out = []
+    for (const s of live.values()) {
+      const info = await s.getInfo().catch(() => null) // killed meanwhile: not listed
+      if (info && matches(info, opts.query)) out.push(info)
+    }
+    return out
+  }
+  return new Paginator(infos, opts)
+}
+
+module.exports = { live, Paginator, sandboxPages }

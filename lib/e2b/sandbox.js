@@ -19,14 +19,14 @@ const { Commands, ProcessTable } = require('./commands.js')
 const { Pty } = require('./pty.js')
 const { Git } = require('./git.js')
 const { HostPorts } = require('./ports.js')
-const { live, SandboxPaginator } = require('./live.js')
+const { live, sandboxPages } = require('./live.js')
 const { toPolicy, networkInfo } = require('./network.js')
 const {
   lifecycleOf,
   checkPauseOpts,
   checkForkCount,
   snapshotOrigin,
-  SnapshotPaginator,
+  snapshotPages,
   storeOf,
   findSnapshot,
 } = require('./lifecycle.js')
@@ -333,7 +333,7 @@ class Sandbox {
 
   /** The running sandboxes of this process, as E2B's paginator. */
   static list(opts) {
-    return new SandboxPaginator(opts)
+    return sandboxPages(opts)
   }
 
   /** fork() of the live sandbox with that id. */
@@ -418,11 +418,11 @@ class Sandbox {
   /** The snapshots in the store (this machine's), as E2B's paginator; `sandboxId` keeps those
    * made by that sandbox of this process, `name` those with that name. */
   static listSnapshots(opts) {
-    return new SnapshotPaginator(storeOf(opts?.kern), opts)
+    return snapshotPages(storeOf(opts?.kern), opts)
   }
 
   listSnapshots(opts) {
-    return new SnapshotPaginator(storeOf(this.#core), { ...opts, sandboxId: this.sandboxId })
+    return snapshotPages(storeOf(this.#core), { ...opts, sandboxId: this.sandboxId })
   }
 
   /** Removes a snapshot; false when there is none. */
