@@ -22,7 +22,7 @@ const fs = require('node:fs')
 const http = require('node:http')
 const https = require('node:https')
 const path = require('node:path')
-const cp = require('node:child_process')
+const { runChild, childMain } = require('./child')
 
 const ROOT = path.resolve(__dirname, '..', '..')
 const CLIENT = fs.readFileSync(path.join(__dirname, 'box-egress.py'), 'utf8')
@@ -275,22 +275,11 @@ function boxEgressPhase(n) {
   const { MARKER, SOAK_DIR, tally, problems } = require('./context')
   const none = { done: 0, ms: 0, check: null }
   if (!n) return Promise.resolve(none)
-  return new Promise((resolve) => {
-    const argv = ['--expose-gc', __filename, String(n), MARKER, SOAK_DIR]
-    cp.execFile(process.execPath, argv, { maxBuffer: 16 << 20, timeout: 4 * STRETCH_MS }, (err, stdout, stderr) => {
-      let r = null
-      try {
-        r = JSON.parse(stdout.trim().split('\n').pop())
-      } catch {
-        problems.push(
-          `box-egress: the child gave no result (${err ? err.message : 'no output'}): ${stderr.slice(-400)}`,
-        )
-        return resolve(none)
-      }
-      Object.assign(tally, r.tally)
-      problems.push(...r.problems)
-      resolve({ done: r.done, ms: r.ms, check: check(r), result: r })
-    })
+  return runChild('box-egress', __filename, [String(n), MARKER, SOAK_DIR], { timeout: 4 * STRETCH_MS }).then((r) => {
+    if (!r) return none
+    Object.assign(tally, r.tally)
+    problems.push(...r.problems)
+    return { done: r.done, ms: r.ms, check: check(r), result: r }
   })
 }
 
@@ -336,13 +325,6 @@ function check(r) {
   return { name: 'box-egress', pass, figure: `start / middle / end${lines.map((l) => `\n      ${l}`).join('')}` }
 }
 
-if (require.main === module)
-  child(process.argv.slice(2)).then(
-    () => process.exit(0),
-    (e) => {
-      console.error(e)
-      process.exit(1)
-    },
-  )
+childMain(module, child)
 
 module.exports = { boxEgressPhase }

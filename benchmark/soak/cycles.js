@@ -23,7 +23,7 @@ const fs = require('node:fs')
 const os = require('node:os')
 const http = require('node:http')
 const path = require('node:path')
-const cp = require('node:child_process')
+const { runChild, childMain } = require('./child')
 
 const ROOT = path.resolve(__dirname, '..', '..')
 /** Cycles before the start mark, each with a fork and a snapshot round: the agent channels, the
@@ -297,39 +297,30 @@ function cyclesPhase(n, every) {
   const { MARKER, SOAK_DIR, KERN, tally, problems } = require('./context')
   const none = { done: 0, ms: 0, check: null }
   if (!n) return Promise.resolve(none)
-  return new Promise((resolve) => {
-    const argv = ['--expose-gc', __filename, String(n), String(every), MARKER, SOAK_DIR, KERN]
-    // One malloc arena: measured on a real kern with glibc's default (an arena per thread, up to
-    // 8 per core), the child's RSS climbs in ~6 MiB steps as the blocking pool's threads each
-    // come to hold an arena of freed memory (91 -> 121 MiB over 200 cycles, still stepping after
-    // 35 fork rounds); with one arena it is flat (71 -> 76 MiB after the first round, 75-76 MiB
-    // for 40 more), so what this check sees growing is kept memory, not arenas.
-    const env = { ...process.env, MALLOC_ARENA_MAX: '1' }
-    const opts = { maxBuffer: 16 << 20, timeout: LIMIT_MS, env }
-    cp.execFile(process.execPath, argv, opts, (err, stdout, stderr) => {
-      let r = null
-      try {
-        r = JSON.parse(stdout.trim().split('\n').pop())
-      } catch {
-        problems.push(`cycles: the child gave no result (${err ? err.message : 'no output'}): ${stderr.slice(-400)}`)
-        return resolve({ ...none, check: { name: 'cycles', pass: false, figure: 'the scenario did not finish' } })
-      }
-      const s = r.stats
-      const per = (v, k) => (k ? v / k : 0)
-      tally['cycles:pause+resume'] = { n: s.cycles, bad: 0, ms: s.pauseMs + s.resumeMs }
-      tally['cycles:fork'] = { n: s.forks / 2, bad: 0, ms: s.forkMs }
-      tally['cycles:snapshot'] = { n: s.snapshots, bad: 0, ms: s.snapshotMs }
-      tally['cycles:from-snapshot'] = { n: s.snapshots, bad: 0, ms: s.fromMs }
-      problems.push(...r.problems)
-      r.perCycleMs = {
-        pause: per(s.pauseMs, s.cycles),
-        resume: per(s.resumeMs, s.cycles),
-        fork2: per(s.forkMs, s.forks / 2),
-        snapshot: per(s.snapshotMs, s.snapshots),
-        from: per(s.fromMs, s.snapshots),
-      }
-      resolve({ done: r.done, ms: r.ms, check: check(r), result: r })
-    })
+  const args = [String(n), String(every), MARKER, SOAK_DIR, KERN]
+  // One malloc arena: measured on a real kern with glibc's default (an arena per thread, up to
+  // 8 per core), the child's RSS climbs in ~6 MiB steps as the blocking pool's threads each
+  // come to hold an arena of freed memory (91 -> 121 MiB over 200 cycles, still stepping after
+  // 35 fork rounds); with one arena it is flat (71 -> 76 MiB after the first round, 75-76 MiB
+  // for 40 more), so what this check sees growing is kept memory, not arenas.
+  const env = { ...process.env, MALLOC_ARENA_MAX: '1' }
+  return runChild('cycles', __filename, args, { timeout: LIMIT_MS, env }).then((r) => {
+    if (!r) return { ...none, check: { name: 'cycles', pass: false, figure: 'the scenario did not finish' } }
+    const s = r.stats
+    const per = (v, k) => (k ? v / k : 0)
+    tally['cycles:pause+resume'] = { n: s.cycles, bad: 0, ms: s.pauseMs + s.resumeMs }
+    tally['cycles:fork'] = { n: s.forks / 2, bad: 0, ms: s.forkMs }
+    tally['cycles:snapshot'] = { n: s.snapshots, bad: 0, ms: s.snapshotMs }
+    tally['cycles:from-snapshot'] = { n: s.snapshots, bad: 0, ms: s.fromMs }
+    problems.push(...r.problems)
+    r.perCycleMs = {
+      pause: per(s.pauseMs, s.cycles),
+      resume: per(s.resumeMs, s.cycles),
+      fork2: per(s.forkMs, s.forks / 2),
+      snapshot: per(s.snapshotMs, s.snapshots),
+      from: per(s.fromMs, s.snapshots),
+    }
+    return { done: r.done, ms: r.ms, check: check(r), result: r }
   })
 }
 
@@ -377,13 +368,6 @@ function check(r) {
   return { name: 'cycles', pass, figure: `start / middle / end${lines.map((l) => `\n      ${l}`).join('')}` }
 }
 
-if (require.main === module)
-  child(process.argv.slice(2)).then(
-    () => process.exit(0),
-    (e) => {
-      console.error(e)
-      process.exit(1)
-    },
-  )
+childMain(module, child)
 
 module.exports = { cyclesPhase }

@@ -13,7 +13,7 @@ const fs = require('node:fs')
 const net = require('node:net')
 const http = require('node:http')
 const path = require('node:path')
-const cp = require('node:child_process')
+const { runChild, childMain } = require('./child')
 
 const ROOT = path.resolve(__dirname, '..', '..')
 const CONNS = 32
@@ -159,39 +159,23 @@ function proxyPhase(n) {
   const { MARKER, SOAK_DIR, tally, problems } = require('./context')
   const none = { done: 0, ms: 0, check: null }
   if (!n) return Promise.resolve(none)
-  return new Promise((resolve) => {
-    const argv = ['--expose-gc', __filename, String(n), MARKER, SOAK_DIR]
-    cp.execFile(process.execPath, argv, { maxBuffer: 16 << 20, timeout: 300_000 }, (err, stdout, stderr) => {
-      let r = null
-      try {
-        r = JSON.parse(stdout.trim().split('\n').pop())
-      } catch {
-        problems.push(`proxy: the child gave no result (${err ? err.message : 'no output'}): ${stderr.slice(-400)}`)
-        return resolve(none)
-      }
-      Object.assign(tally, r.tally)
-      for (const k of Object.keys(tally)) if (k.startsWith('warm-up:')) delete tally[k]
-      problems.push(...r.problems)
-      const { before: b, after: a } = r
-      const allowedKb = Math.max(b.rssKb * 0.1, 8 * 1024)
-      const mib = (kb) => `${(kb / 1024).toFixed(1)} MiB`
-      const check = {
-        name: 'proxy',
-        pass: a.fds <= b.fds && a.threads <= b.threads && a.rssKb - b.rssKb <= allowedKb,
-        figure: `its own process: fds ${b.fds} -> ${a.fds}, threads ${b.threads} -> ${a.threads}, RSS ${mib(b.rssKb)} -> ${mib(a.rssKb)} (limit +${mib(allowedKb)})`,
-      }
-      resolve({ done: r.done, ms: r.ms, check })
-    })
+  return runChild('proxy', __filename, [String(n), MARKER, SOAK_DIR], { timeout: 300_000 }).then((r) => {
+    if (!r) return none
+    Object.assign(tally, r.tally)
+    for (const k of Object.keys(tally)) if (k.startsWith('warm-up:')) delete tally[k]
+    problems.push(...r.problems)
+    const { before: b, after: a } = r
+    const allowedKb = Math.max(b.rssKb * 0.1, 8 * 1024)
+    const mib = (kb) => `${(kb / 1024).toFixed(1)} MiB`
+    const check = {
+      name: 'proxy',
+      pass: a.fds <= b.fds && a.threads <= b.threads && a.rssKb - b.rssKb <= allowedKb,
+      figure: `its own process: fds ${b.fds} -> ${a.fds}, threads ${b.threads} -> ${a.threads}, RSS ${mib(b.rssKb)} -> ${mib(a.rssKb)} (limit +${mib(allowedKb)})`,
+    }
+    return { done: r.done, ms: r.ms, check }
   })
 }
 
-if (require.main === module)
-  child(process.argv.slice(2)).then(
-    () => process.exit(0),
-    (e) => {
-      console.error(e)
-      process.exit(1)
-    },
-  )
+childMain(module, child)
 
 module.exports = { proxyPhase }
