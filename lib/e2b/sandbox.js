@@ -299,23 +299,17 @@ class Sandbox {
 
   /** getInfo() of the live sandbox with that id. */
   static async getInfo(sandboxId) {
-    const s = live.get(sandboxId)
-    if (!s) throw new SandboxNotFoundError(`sandbox ${JSON.stringify(sandboxId)} not found`)
-    return s.getInfo()
+    return Sandbox.#found(sandboxId).getInfo()
   }
 
   /** getMetrics() of the live sandbox with that id. */
   static async getMetrics(sandboxId, opts) {
-    const s = live.get(sandboxId)
-    if (!s) throw new SandboxNotFoundError(`sandbox ${JSON.stringify(sandboxId)} not found`)
-    return s.getMetrics(opts)
+    return Sandbox.#found(sandboxId).getMetrics(opts)
   }
 
   /** setTimeout() of the live sandbox with that id. */
   static async setTimeout(sandboxId, timeoutMs) {
-    const s = live.get(sandboxId)
-    if (!s) throw new SandboxNotFoundError(`sandbox ${JSON.stringify(sandboxId)} not found`)
-    await s.setTimeout(timeoutMs)
+    await Sandbox.#found(sandboxId).setTimeout(timeoutMs)
   }
 
   /** Kills the live sandbox with that id; false when there is none. */
@@ -326,9 +320,7 @@ class Sandbox {
 
   /** updateNetwork() of the live sandbox with that id. */
   static async updateNetwork(sandboxId, network) {
-    const s = live.get(sandboxId)
-    if (!s) throw new SandboxNotFoundError(`sandbox ${JSON.stringify(sandboxId)} not found`)
-    await s.updateNetwork(network)
+    await Sandbox.#found(sandboxId).updateNetwork(network)
   }
 
   /** The running sandboxes of this process, as E2B's paginator. */
