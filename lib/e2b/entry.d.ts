@@ -3,7 +3,7 @@
 
 /// <reference types="node" />
 
-import type { SandboxOptions as KernSandboxOptions, ChartTypes } from '../../index.js'
+import type { SandboxOptions as KernSandboxOptions, ChartTypes, EgressEvent } from '../../index.js'
 
 /** E2B's chart enums and shapes: `Result.chart` of a matplotlib figure. */
 export { ChartType, ScaleType } from '../../index.js'
@@ -191,16 +191,7 @@ export interface SandboxNetworkInfo {
 }
 
 /** One request the egress proxy saw (kern-sandbox's `onRequest`): no header values. */
-export interface SandboxEgressEvent {
-  host: string
-  port: number
-  method: string
-  path?: string
-  allowed: boolean
-  /** Why: e.g. `tunnelled`, `terminated`, `forwarded`, `not in allowOut`. */
-  reason: string
-  bytes: number
-}
+export type SandboxEgressEvent = EgressEvent
 
 export interface SandboxOpts {
   /** Environment variables of every cell and command. */
