@@ -8,17 +8,21 @@
 use crate::kernel::language::Driver;
 
 /// The one-shot runner, run as `python3 /workspace/.run-<id>.py`. Python reads and compiles a
-/// script on every start (~35 ns a byte), so the runner holds only what every call runs: the
-/// capture code goes beside it as [`CAPTURE`], read only when a cell has something to capture.
+/// script on every start (~0.2 us a byte in a box), so the runner holds only what every call
+/// runs: the rest goes beside it as [`CAPTURE`], compiled when a cell needs it.
 pub const RUNNER: &str = concat!(
     include_str!("python/core.py"),
     "\n",
     include_str!("python/runner.py")
 );
 
-/// The one-shot runner's capture code, written as `.cap-<id>.py` beside it: the chart extractor
-/// rides along as a string, compiled only for a figure (charts.py holds no `'''`).
+/// The one-shot runner's capture file, written as `.cap-<id>.py` beside it: rare.py, compiled
+/// when one of its helpers is called, then after runner.py's `_CAP_MARK` the capture code, compiled only
+/// when a cell has something to capture; the chart extractor rides along as a string, compiled
+/// only for a figure (charts.py holds no `'''`).
 pub const CAPTURE: &str = concat!(
+    include_str!("python/rare.py"),
+    "\n#:kern-capture:\n",
     "_CHARTS = r'''",
     include_str!("python/charts.py"),
     "'''\n\n",
@@ -131,6 +135,13 @@ mod tests {
         assert!(!include_str!("python/charts.py").contains("'''"));
         assert!(CAPTURE.contains("def _bundle") && RUNNER.ends_with("_run()\n"));
         assert!(!RUNNER.contains("_CHARTS = "));
+        // The runner splits the capture file at its marker: rare.py before it, the rest after.
+        let mark = "\n#:kern-capture:\n";
+        assert!(RUNNER.contains(r#"_CAP_MARK = "\n#:kern-capture:\n""#));
+        let parts: Vec<&str> = CAPTURE.split(mark).collect();
+        assert_eq!(parts.len(), 2);
+        assert!(parts[0].contains("def _dedent") && parts[0].contains("def _pil_spec"));
+        assert!(parts[1].starts_with("_CHARTS = ") && !parts[0].contains("_CHARTS"));
         assert!(JS_RUNNER.contains("function bundleOf") && JS_RUNNER.ends_with("run()\n"));
     }
 }
