@@ -368,6 +368,31 @@ test('a results file that is a link or a FIFO is not followed and does not hang'
   fs.unlinkSync(path.join(sbx.workspacePath, 'fake.json'))
 })
 
+test("the runner's code left for later calls is only a cache: a cell that spoils it costs a compile, not a result", async () => {
+  // A plain cell first, so the session holds the runner's code; then cells that overwrite the
+  // copy in their own box (with junk, and with this interpreter's tag over junk): each next call
+  // still runs its cell, gives its result, and leaves no helper file behind.
+  let r = await sbx.runCode('1 + 1')
+  assert.equal(r.results[0].text, '2')
+  const spoil = (body) =>
+    `import glob, sys\nfor p in glob.glob('/workspace/.run-*.bin'):\n    open(p, 'wb').write(${body})\n'spoilt'`
+  for (const body of ["b'junk'", "(sys.version + '\\n').encode() + b'\\x00junk'", "b''"]) {
+    r = await sbx.runCode(spoil(body))
+    assert.equal(r.exitCode, 0, r.stderr)
+    assert.equal(r.results[0].text, "'spoilt'")
+    r = await sbx.runCode('x = 20\nx + 22')
+    assert.equal(r.exitCode, 0, r.stderr)
+    assert.equal(r.stderr, '')
+    assert.equal(r.results[0].text, '42')
+    r = await sbx.runCode('[1] * 2')
+    assert.equal(r.results[0].text, '[1, 1]')
+  }
+  assert.deepEqual(
+    rootNames().filter((n) => /^\.(cell|run|res|cap)-/.test(n)),
+    [],
+  )
+})
+
 test('onResult fires for each result, in order, before runCode resolves', async () => {
   const seen = []
   const r = await sbx.runCode('display("a")\ndisplay("b")\n"c"', { onResult: (x) => seen.push(x) })

@@ -99,6 +99,7 @@ impl Driver {
 /// string compiled on the first figure.
 pub const KERNEL_DRIVER: &str = concat!(
     include_str!("python/core.py"),
+    include_str!("python/rare.py"),
     include_str!("python/capture.py"),
     include_str!("python/ipython.py"),
     "\n_CHARTS = r'''",

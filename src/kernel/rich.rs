@@ -7,18 +7,37 @@
 
 use crate::kernel::language::Driver;
 
-/// The one-shot runner, run as `python3 /workspace/.run-<id>.py`. Python reads and compiles a
-/// script on every start (~35 ns a byte), so the runner holds only what every call runs: the
-/// capture code goes beside it as [`CAPTURE`], read only when a cell has something to capture.
+/// The one-shot runner's code: what every call runs; the rest goes beside it as [`CAPTURE`],
+/// compiled when a cell needs it. A ready box's Python waiter loads it at boot; a one-shot box
+/// gets it inside [`RUNNER_FILE`].
 pub const RUNNER: &str = concat!(
     include_str!("python/core.py"),
     "\n",
     include_str!("python/runner.py")
 );
 
-/// The one-shot runner's capture code, written as `.cap-<id>.py` beside it: the chart extractor
-/// rides along as a string, compiled only for a figure (charts.py holds no `'''`).
+/// The file a one-shot box runs, `python3 /workspace/.run-<id>.py`: boot.py, then [`RUNNER`] as a
+/// raw string it compiles only when the session holds no code for it yet (see [`CellFiles::code`]:
+/// compiling the runner took ~1 ms of every cold start, loading its marshalled code ~0.1 ms).
+pub const RUNNER_FILE: &str = concat!(
+    include_str!("python/boot.py"),
+    "exec(_kern_runner(r'''",
+    include_str!("python/core.py"),
+    "\n",
+    include_str!("python/runner.py"),
+    "'''))\n"
+);
+
+/// The most the host keeps of the runner's marshalled code (it is ~13 KB).
+pub const CODE_MAX: u64 = 1 << 20;
+
+/// The one-shot runner's capture file, written as `.cap-<id>.py` beside it: rare.py, compiled
+/// when one of its helpers is called, then after runner.py's `_CAP_MARK` the capture code, compiled only
+/// when a cell has something to capture; the chart extractor rides along as a string, compiled
+/// only for a figure (charts.py holds no `'''`).
 pub const CAPTURE: &str = concat!(
+    include_str!("python/rare.py"),
+    "\n#:kern-capture:\n",
     "_CHARTS = r'''",
     include_str!("python/charts.py"),
     "'''\n\n",
@@ -39,6 +58,11 @@ pub struct CellFiles {
     pub runner: String,
     pub results: String,
     pub capture: Option<String>,
+    /// (Python) The runner's marshalled code: written when the session holds it, left by the
+    /// runner when it had to compile itself. The box makes it, so it is only ever handed back to
+    /// boxes of the same session, which share the workspace (and so could plant modules on the
+    /// runner's `sys.path` anyway); the host never runs or parses it.
+    pub code: Option<String>,
 }
 
 impl CellFiles {
@@ -52,13 +76,14 @@ impl CellFiles {
             runner: format!(".run-{tag}.{run}"),
             results: format!(".res-{tag}.json"),
             capture: (language == Driver::Python).then(|| format!(".cap-{tag}.py")),
+            code: (language == Driver::Python).then(|| format!(".run-{tag}.bin")),
         }
     }
 
     /// The in-box runner's source.
     pub fn runner_source(language: Driver) -> &'static str {
         match language {
-            Driver::Python => RUNNER,
+            Driver::Python => RUNNER_FILE,
             Driver::JavaScript => JS_RUNNER,
         }
     }
@@ -66,6 +91,7 @@ impl CellFiles {
     pub fn all(&self) -> Vec<&str> {
         let mut all = vec![self.cell.as_str(), &self.runner, &self.results];
         all.extend(self.capture.as_deref());
+        all.extend(self.code.as_deref());
         all
     }
 }
@@ -104,7 +130,8 @@ mod tests {
                 ".cell-0a1b2c3d.py",
                 ".run-0a1b2c3d.py",
                 ".res-0a1b2c3d.json",
-                ".cap-0a1b2c3d.py"
+                ".cap-0a1b2c3d.py",
+                ".run-0a1b2c3d.bin"
             ]
         );
         assert!(f
@@ -131,6 +158,16 @@ mod tests {
         assert!(!include_str!("python/charts.py").contains("'''"));
         assert!(CAPTURE.contains("def _bundle") && RUNNER.ends_with("_run()\n"));
         assert!(!RUNNER.contains("_CHARTS = "));
+        // The runner rides in RUNNER_FILE as a raw ''' string: none in it, no backslash to end it.
+        assert!(!RUNNER.contains("'''") && !RUNNER.trim_end().ends_with('\\'));
+        assert!(RUNNER_FILE.contains(RUNNER) && RUNNER_FILE.ends_with("'''))\n"));
+        // The runner splits the capture file at its marker: rare.py before it, the rest after.
+        let mark = "\n#:kern-capture:\n";
+        assert!(RUNNER.contains(r#"_CAP_MARK = "\n#:kern-capture:\n""#));
+        let parts: Vec<&str> = CAPTURE.split(mark).collect();
+        assert_eq!(parts.len(), 2);
+        assert!(parts[0].contains("def _dedent") && parts[0].contains("def _pil_spec"));
+        assert!(parts[1].starts_with("_CHARTS = ") && !parts[0].contains("_CHARTS"));
         assert!(JS_RUNNER.contains("function bundleOf") && JS_RUNNER.ends_with("run()\n"));
     }
 }

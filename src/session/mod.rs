@@ -52,6 +52,8 @@ pub struct Opened {
     env_file: PathBuf,
     /// Built by the first call that tracks files.
     files: Mutex<Option<LiveIndex>>,
+    /// The one-shot Python runner's marshalled code, as a runner left it (`CellFiles::code`).
+    runner_code: Mutex<Option<Arc<[u8]>>>,
     /// Boxes started ahead of calls (`prewarm` > 0).
     pool: Option<Arc<Pool>>,
     /// The session's boxes' egress files (its own proxy's, or `cfg.egress`'s), in `private`.
@@ -260,6 +262,7 @@ impl Session {
                 proxy,
                 events: net.events,
                 files: Mutex::new(None),
+                runner_code: Mutex::new(None),
                 pool: (self.cfg.prewarm > 0).then(|| {
                     let recipe = pool::Recipe {
                         kern: self.cfg.kern.clone(),
@@ -393,10 +396,15 @@ impl Session {
         let opened = self.opened()?;
         let files = Arc::new(CellFiles::new(&random_hex(4), language));
         let (o, f) = (opened.clone(), files.clone());
+        let held = opened.runner_code.lock().ok().and_then(|c| c.clone());
+        let sent = held.clone();
         blocking(move || {
             o.ws.write_file(&f.cell, code.as_bytes())?;
             if let Some(cap) = &f.capture {
                 o.ws.write_file(cap, rich::CAPTURE.as_bytes())?;
+            }
+            if let (Some(name), Some(bytes)) = (&f.code, &sent) {
+                o.ws.write_file(name, bytes)?;
             }
             o.ws.write_file(&f.runner, CellFiles::runner_source(language).as_bytes())
         })
@@ -413,6 +421,17 @@ impl Session {
         let (o, f) = (opened.clone(), files.clone());
         let written = blocking(move || {
             let got = o.ws.read_file(&f.results, Some(rich::RESULTS_MAX));
+            // The code a runner compiled itself (none was held, or another interpreter made it).
+            if let Some(name) = &f.code {
+                match o.ws.read_file(name, Some(rich::CODE_MAX)) {
+                    Ok(b) if !b.is_empty() && held.as_deref() != Some(&b[..]) => {
+                        if let Ok(mut c) = o.runner_code.lock() {
+                            *c = Some(b.into());
+                        }
+                    }
+                    _ => {}
+                }
+            }
             remove_helpers(&o, &f);
             Ok(got.map(|b| rich::lines(&b)).unwrap_or_default())
         })

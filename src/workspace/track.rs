@@ -58,7 +58,7 @@ pub fn is_helper_file(rel: &str) -> bool {
     if let Some(rest) = rel.strip_prefix(".cell-") {
         tagged(rest, &["py", "sh", "js", "json"])
     } else if let Some(rest) = rel.strip_prefix(".run-") {
-        tagged(rest, &["py", "js"])
+        tagged(rest, &["py", "js", "bin"])
     } else if let Some(rest) = rel.strip_prefix(".res-") {
         tagged(rest, &["json"])
     } else if let Some(rest) = rel.strip_prefix(".cap-") {

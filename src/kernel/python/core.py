@@ -1,34 +1,10 @@
 # Shared by the one-shot runner and the warm kernel, and loaded before any user code: how a cell
-# is dedented and split into its statements and its trailing expression, which frames of a
-# traceback are the user's, private config dirs, and PIL's Image.show() made a display. It
-# imports nothing that is not loaded at interpreter start.
+# is split into its statements and its trailing expression, private config dirs, and the import
+# hook that makes PIL's Image.show() a display. A one-shot runner compiles this on every start
+# (~0.2 us a byte): what most cells never need is in rare.py, compiled on first use. It imports
+# nothing that is not loaded at interpreter start.
 import sys
 import builtins
-
-
-def _dedent(src):
-    """A cell without the indentation common to all its non-blank lines, as IPython runs code
-    sent from an indented string. Lines stay where they are, so line numbers stay the user's."""
-    if not src[:1].isspace():
-        return src  # the first line starts at column 0: nothing is common
-    lines = src.splitlines(True)
-    common = None
-    for line in lines:
-        body = line.lstrip()
-        if not body:
-            continue
-        lead = line[: len(line) - len(body)]
-        if common is None:
-            common = lead
-        else:
-            while not lead.startswith(common):
-                common = common[:-1]
-        if not common:
-            return src
-    if not common:
-        return src
-    n = len(common)
-    return "".join(line[n:] if line.startswith(common) else line.lstrip(" \t\f") for line in lines)
 
 
 def _split_tail(src, filename, assigns=None):
@@ -40,7 +16,8 @@ def _split_tail(src, filename, assigns=None):
     path, which sees inside the line. A cell ending in `;` has no trailing value, as in IPython
     (`plt.plot(xs);` gives its figure and no `[<Line2D>]`). `assigns(line)`, when given, tells a
     line that is plainly an assignment, whose eval attempt is then skipped."""
-    src = _dedent(src)
+    if src[:1].isspace():
+        src = _dedent(src)
     lines = src.splitlines(True)
     last = len(lines) - 1
     while last >= 0 and (not lines[last].strip() or lines[last].lstrip().startswith("#")):
@@ -84,23 +61,6 @@ _STATEMENT_WORDS = frozenset(
 _EMPTY = compile("", "<cell>", "exec")
 
 
-def _split_tail_ast(src, filename, quiet=False):
-    import _ast
-
-    tree = compile(src, filename, "exec", _ast.PyCF_ONLY_AST)
-    tail = None
-    if not quiet and tree.body and type(tree.body[-1]) is _ast.Expr:
-        tail = compile(_ast.Expression(body=tree.body.pop().value), filename, "eval")
-    return compile(tree, filename, "exec"), tail
-
-
-def _trimmed_tb(tb, filename):
-    """The traceback from the first frame of the user's cell on: no frame of ours shows."""
-    while tb is not None and tb.tb_frame.f_code.co_filename != filename:
-        tb = tb.tb_next
-    return tb
-
-
 def _private_dirs():
     """matplotlib and friends want a writable config/cache dir; a read-only box has none, and
     they would print a warning and make temp dirs in the workspace. Point them at private ones."""
@@ -122,11 +82,6 @@ def _private_dirs():
             return
 
 
-# More patches of PIL.Image once it is loaded, each called with the module (ipython.py adds one:
-# Image.save shows what it saves): one import hook serves them all.
-_PIL_PATCHES = []
-
-
 class _ImageShow:
     """An import hook for PIL.Image: once the module is loaded, Image.show() displays the image
     as a result (image/png) instead of looking for a viewer the box does not have, as hosted
@@ -138,36 +93,7 @@ class _ImageShow:
     def find_spec(self, name, path=None, target=None):
         if name != "PIL.Image":
             return None
-        for finder in sys.meta_path:
-            find = getattr(finder, "find_spec", None)
-            if finder is self or find is None:
-                continue
-            spec = find(name, path, target)
-            if spec is not None:
-                break
-        else:
-            return None
-        loader = spec.loader
-        run = getattr(loader, "exec_module", None)
-        if run is None:
-            return spec
-        display = self.display
-
-        def exec_module(module):
-            run(module)
-            if getattr(module, "__name__", None) == "PIL.Image":  # a loader may serve others too
-                try:
-                    module.Image.show = lambda image, *args, **kwargs: display(image)
-                except Exception:
-                    pass
-                for patch in _PIL_PATCHES:
-                    patch(module)
-
-        try:
-            loader.exec_module = exec_module
-        except Exception:
-            pass
-        return spec
+        return _pil_spec(self, name, path, target)
 
 
 def _show_images_with(display):

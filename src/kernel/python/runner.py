@@ -1,19 +1,47 @@
 # One-shot runner: runs /workspace/.cell-<id>.py as `python3 cell.py` would (same stdout, stderr
 # and exit status), and writes its rich results to /workspace/.res-<id>.json, one JSON per line.
-# The capture code is in /workspace/.cap-<id>.py, read and compiled only when a cell has something
-# to capture: a plain cell pays for the core alone.
+# What few cells need is in /workspace/.cap-<id>.py: rare.py's helpers first, read and compiled
+# when one is called; after _CAP_MARK the capture code, compiled only when a cell has something
+# to capture. A plain cell pays for core.py and this file alone.
+_CAP_MARK = "\n#:kern-capture:\n"
 _cap_ns = None
+_cap_rest = None
 _cap_path = None
 
 
-def _capture():
-    global _cap_ns
+def _rare():
+    global _cap_ns, _cap_rest
     if _cap_ns is None:
-        _cap_ns = {"__name__": "kern_capture", "__builtins__": builtins}
         with open(_cap_path, "r", encoding="utf-8") as f:
-            exec(compile(f.read(), "<kern-capture>", "exec"), _cap_ns)
-        _cap_ns["cap"] = _cap_ns["_Capture"](_lines.append)
+            head, _, _cap_rest = f.read().partition(_CAP_MARK)
+        ns = {"__name__": "kern_capture", "__builtins__": builtins}
+        exec(compile(head, "<kern-capture>", "exec"), ns)
+        _cap_ns = ns
     return _cap_ns
+
+
+def _capture():
+    ns = _rare()
+    if "cap" not in ns:
+        exec(compile(_cap_rest, "<kern-capture>", "exec"), ns)
+        ns["cap"] = ns["_Capture"](_lines.append)
+    return ns
+
+
+def _dedent(src):
+    return _rare()["_dedent"](src)
+
+
+def _split_tail_ast(src, filename, quiet=False):
+    return _rare()["_split_tail_ast"](src, filename, quiet)
+
+
+def _trimmed_tb(tb, filename):
+    return _rare()["_trimmed_tb"](tb, filename)
+
+
+def _pil_spec(hook, name, path, target):
+    return _rare()["_pil_spec"](hook, name, path, target)
 
 
 def display(*objs, **kwargs):
@@ -54,7 +82,8 @@ def _run():
     except SystemExit as e:
         exit_with = e
     except BaseException as e:
-        err, text = _capture()["_error"](e, _trimmed_tb(e.__traceback__, cell))
+        tb = _trimmed_tb(e.__traceback__, cell)
+        err, text = _capture()["_error"](e, tb)
         _lines.append('{"error":' + err + "}")
         try:
             sys.stderr.write(text)
