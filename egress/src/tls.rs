@@ -1,16 +1,16 @@
 //! TLS on both sides of a terminated host, with rustls on the `ring` provider: the client to the
-//! upstream (system roots plus `upstreamCa`, SNI, ALPN http/1.1) and the PEM parsing of
-//! `upstreamCa`.
+//! upstream (system roots plus `upstreamCa`, SNI, ALPN http/1.1), made once per policy.
 
+use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
 
+use kern_sandbox_egress_policy::Policy;
 use rustls::crypto::CryptoProvider;
-use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
 use rustls::{ClientConfig, RootCertStore};
+use serde_json::Value;
 
-/// The one crypto provider the proxy uses (never a process-wide default: the host application
-/// may have its own).
+/// The one crypto provider the proxy uses (never a process-wide default).
 pub fn provider() -> Arc<CryptoProvider> {
     static P: OnceLock<Arc<CryptoProvider>> = OnceLock::new();
     // Deprecated for lacking post-quantum key exchange, which only aws-lc has; aws-lc needs
@@ -26,19 +26,8 @@ fn system_roots() -> &'static [CertificateDer<'static>] {
     ROOTS.get_or_init(|| rustls_native_certs::load_native_certs().certs)
 }
 
-/// Every CERTIFICATE block of a PEM text; an error if there is none or one does not decode.
-pub fn pem_certs(pem: &str) -> Result<Vec<CertificateDer<'static>>, String> {
-    let certs = CertificateDer::pem_slice_iter(pem.as_bytes())
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("not PEM certificates: {e}"))?;
-    if certs.is_empty() {
-        return Err("no CERTIFICATE block in the PEM text".into());
-    }
-    Ok(certs)
-}
-
 /// The upstream client: system roots plus `extra`, HTTP/1.1 only.
-pub fn client_config(extra: &[CertificateDer<'static>]) -> Result<Arc<ClientConfig>, String> {
+fn client_config(extra: &[CertificateDer<'static>]) -> Result<Arc<ClientConfig>, String> {
     let mut roots = RootCertStore::empty();
     roots.add_parsable_certificates(system_roots().iter().cloned());
     for (i, c) in extra.iter().enumerate() {
@@ -53,4 +42,27 @@ pub fn client_config(extra: &[CertificateDer<'static>]) -> Result<Arc<ClientConf
         .with_no_client_auth();
     cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(cfg))
+}
+
+/// A policy as the proxy enforces it: the checked policy and its upstream TLS client.
+pub struct Enforced {
+    pub policy: Policy,
+    pub tls: Arc<ClientConfig>,
+}
+
+impl Enforced {
+    /// Checks `json` (an `ERR_BAD_NETWORK_POLICY` message naming the entry) and makes its client.
+    pub fn new(json: &Value) -> Result<Enforced, String> {
+        let policy = Policy::new(json).map_err(|e| e.to_string())?;
+        let tls = client_config(policy.upstream_ca())
+            .map_err(|why| format!("network.upstreamCa: {why}"))?;
+        Ok(Enforced { policy, tls })
+    }
+}
+
+impl Deref for Enforced {
+    type Target = Policy;
+    fn deref(&self) -> &Policy {
+        &self.policy
+    }
 }
