@@ -489,7 +489,8 @@ async fn upstream_tls(
             .map_err(|_| Refusal::Upstream("not a valid TLS server name".into()))?,
         Host::Ip(ip) => ServerName::IpAddress((*ip).into()),
     };
-    let connector = tokio_rustls::TlsConnector::from(policy.tls.clone());
+    let tls = policy.tls().map_err(Refusal::Upstream)?;
+    let connector = tokio_rustls::TlsConnector::from(tls);
     match tokio::time::timeout(timeout, connector.connect(name, tcp)).await {
         Ok(Ok(s)) => Ok(s),
         Ok(Err(e)) => Err(Refusal::Upstream(format!("upstream TLS failed: {e}"))),

@@ -47,16 +47,30 @@ fn client_config(extra: &[CertificateDer<'static>]) -> Result<Arc<ClientConfig>,
 /// A policy as the proxy enforces it: the checked policy and its upstream TLS client.
 pub struct Enforced {
     pub policy: Policy,
-    pub tls: Arc<ClientConfig>,
+    /// Made on first use, by the first terminated host: reading the host's roots costs a few ms,
+    /// which a proxy whose policy has no rules (or one not yet used) never pays at start.
+    tls: OnceLock<Result<Arc<ClientConfig>, String>>,
 }
 
 impl Enforced {
-    /// Checks `json` (an `ERR_BAD_NETWORK_POLICY` message naming the entry) and makes its client.
+    /// Checks `json` (an `ERR_BAD_NETWORK_POLICY` message naming the entry).
     pub fn new(json: &Value) -> Result<Enforced, String> {
         let policy = Policy::new(json).map_err(|e| e.to_string())?;
-        let tls = client_config(policy.upstream_ca())
-            .map_err(|why| format!("network.upstreamCa: {why}"))?;
-        Ok(Enforced { policy, tls })
+        Ok(Enforced {
+            policy,
+            tls: OnceLock::new(),
+        })
+    }
+
+    /// The upstream TLS client: the host's roots plus upstreamCa (each of which the policy
+    /// check has already parsed as a trust anchor, as rustls does here).
+    pub fn tls(&self) -> Result<Arc<ClientConfig>, String> {
+        self.tls
+            .get_or_init(|| {
+                client_config(self.policy.upstream_ca())
+                    .map_err(|why| format!("network.upstreamCa: {why}"))
+            })
+            .clone()
     }
 }
 
