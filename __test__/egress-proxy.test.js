@@ -306,3 +306,44 @@ test('egress proxy: a bad policy fails at start, nothing listens', async () => {
     fs.rmSync(dir, { recursive: true, force: true })
   }
 })
+
+/** The pids of kern-sandbox-egress processes serving `sock` (their command line names it). */
+function proxiesFor(sock) {
+  const pids = []
+  for (const pid of fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    let argv
+    try {
+      argv = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')
+    } catch {
+      continue // gone meanwhile
+    }
+    if (path.basename(argv[0]) === 'kern-sandbox-egress' && argv.includes(sock)) pids.push(Number(pid))
+  }
+  return pids
+}
+
+test('egress proxy: the proxy process ends with the Node that started it, closed or not', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kst-egress-'))
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }))
+  // A Node that starts a proxy and then exits without close(): normally, or killed outright.
+  const script = `
+    const native = require(${JSON.stringify(path.join(__dirname, '..', 'lib', 'native.js'))})
+    native.NativeEgress.start(process.argv[1], { allowOut: ['a.test'] }).then(() => {
+      process.stdout.write('listening\\n')
+      if (process.argv[2] === 'kill') setInterval(() => {}, 1000)
+      else process.exit(0)
+    })
+  `
+  for (const how of ['exit', 'kill']) {
+    const sock = path.join(dir, `${how}.sock`)
+    const child = cp.spawn(process.execPath, ['-e', script, sock, how], { stdio: ['ignore', 'pipe', 'inherit'] })
+    const exited = new Promise((r) => child.once('exit', r))
+    await new Promise((r) => child.stdout.once('data', r))
+    assert.equal(proxiesFor(sock).length, 1, 'the proxy process runs while its Node does')
+    assert.ok(fs.existsSync(sock))
+    if (how === 'kill') child.kill('SIGKILL')
+    await exited
+    assert.ok(await until(() => proxiesFor(sock).length === 0), `${how}: a proxy process outlived its Node`)
+    assert.ok(await until(() => !fs.existsSync(sock)), `${how}: the socket was left behind`)
+  }
+})

@@ -41,7 +41,7 @@ test("pack: the main package and this host's platform package", { skip }, () => 
   assert.ok(!packed.main.files.some((f) => f.endsWith('.node')))
   assert.deepEqual(
     packed.platforms[0].files.sort(),
-    ['README.md', host.nodeFile, 'kern-sandbox-agent', 'package.json'].sort(),
+    ['README.md', host.nodeFile, 'kern-sandbox-agent', 'kern-sandbox-egress', 'package.json'].sort(),
   )
 })
 
@@ -63,6 +63,9 @@ test(
     assert.ok(fs.existsSync(path.join(project, 'node_modules', host.packageName, host.nodeFile)))
     const agent = path.join(project, 'node_modules', host.packageName, 'kern-sandbox-agent')
     assert.ok(fs.statSync(agent).mode & 0o111, 'the machine agent is installed executable')
+    // Beside the .node, where the addon looks for it (src/locate.rs).
+    const egress = path.join(project, 'node_modules', host.packageName, 'kern-sandbox-egress')
+    assert.ok(fs.statSync(egress).mode & 0o111, 'the egress proxy is installed executable')
     assert.ok(
       !fs.existsSync(path.join(project, 'node_modules', pkg.name, host.nodeFile)),
       'the main package carries a binary',
@@ -78,7 +81,8 @@ test('require, ESM import and runCode work from the installed package', { skip }
 const resolved = require.resolve('kern-sandbox')
 kern.runCode('print(sum(range(100)))', { timeoutS: 60 }).then(async (r) => {
   const js = await kern.runCode('const xs: number[] = [1, 2, 3]; xs.map((x) => x * 2)', { language: 'typescript', timeoutS: 60 })
-  console.log(JSON.stringify({ resolved, version: kern.version, stdout: r.stdout, success: r.success, fault: r.fault, ts: js.results.map((x) => x.text) }))
+  const net = await kern.runCode('print(7)', { network: { allowOut: ['a.test'] }, timeoutS: 60 })
+  console.log(JSON.stringify({ resolved, version: kern.version, stdout: r.stdout, success: r.success, fault: r.fault, ts: js.results.map((x) => x.text), net: net.stdout }))
 })`,
   )
   fs.writeFileSync(
@@ -93,6 +97,7 @@ console.log(JSON.stringify({ resolved: import.meta.resolve('kern-sandbox'), same
   assert.equal(c.resolved, path.join(project, 'node_modules', pkg.name, 'index.js'))
   assert.deepEqual([c.version, c.stdout, c.success, c.fault], [pkg.version, '4950\n', true, null])
   assert.deepEqual(c.ts, ['[ 2, 4, 6 ]'], 'a TypeScript cell runs through the installed dependencies')
+  assert.equal(c.net, '7\n', 'a network policy starts the installed kern-sandbox-egress')
   const esm = node(['esm.mjs'], project, { KERN_BIN: kernBin })
   assert.equal(esm.status, 0, esm.stderr)
   const e = JSON.parse(esm.stdout)

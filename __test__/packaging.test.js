@@ -83,8 +83,9 @@ test('npm/<platform>/ holds one package per target, named and fielded as napi-rs
     assert.deepEqual(m.cpu, [t.arch])
     assert.deepEqual(m.libc, [t.libc])
     assert.equal(m.main, t.nodeFile)
-    // The machine agent ships next to the addon (scripts/pack.js, scripts/build-agent.js).
-    assert.deepEqual(m.files, [t.nodeFile, 'kern-sandbox-agent'])
+    // The machine agent and the egress proxy ship next to the addon (scripts/pack.js,
+    // scripts/build-agent.js, scripts/build-egress.js).
+    assert.deepEqual(m.files, [t.nodeFile, 'kern-sandbox-agent', 'kern-sandbox-egress'])
     assert.equal(m.license, pkg.license)
     assert.deepEqual(m.engines, pkg.engines)
     assert.ok(!m.dependencies && !m.scripts, `${m.name} must be inert: no dependencies, no install scripts`)

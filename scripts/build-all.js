@@ -11,7 +11,8 @@
 // so the addon links musl dynamically, as Alpine's node needs). Release profile: LTO, one codegen
 // unit, stripped (Cargo.toml). Cargo output goes to target/cross, the addons and the generated
 // binding.js to DIR (default target/release-artifacts), logs to DIR/logs. The machine agent of each
-// arch (scripts/build-agent.js) goes to DIR/kern-sandbox-agent.linux-<arch>.
+// arch (scripts/build-agent.js) goes to DIR/kern-sandbox-agent.linux-<arch>, the egress proxy of
+// each target (scripts/build-egress.js) to DIR/kern-sandbox-egress.<triple>.
 //
 // Run checks, each only where its tools are (bash scripts/setup-cross.sh installs them all):
 //   - x64 gnu: host node loads the addon through the generated loader and runs one runCode;
@@ -114,6 +115,19 @@ function build(t, out, { js }) {
 function buildAgent(arch, out) {
   process.stdout.write(`building kern-sandbox-agent (${arch}) ... `)
   const r = cp.spawnSync(process.execPath, [path.join(__dirname, 'build-agent.js'), '--arch', arch, '--out', out], {
+    cwd: repo,
+    encoding: 'utf8',
+  })
+  console.log(r.status === 0 ? r.stdout.trim() : `FAILED:\n${r.stderr.split('\n').slice(-25).join('\n')}`)
+  return r.status === 0
+}
+
+/** The egress proxy for target `t` (scripts/build-egress.js --target), as
+ * DIR/kern-sandbox-egress.<triple>, where scripts/pack.js takes it from. */
+function buildEgress(t, out) {
+  process.stdout.write(`building kern-sandbox-egress (${t.triple}) ... `)
+  const script = path.join(__dirname, 'build-egress.js')
+  const r = cp.spawnSync(process.execPath, [script, '--target', t.triple, '--out', out], {
     cwd: repo,
     encoding: 'utf8',
   })
@@ -242,6 +256,7 @@ function main() {
       ok = build(t, o.out, { js: i === 0 }) && ok
     })
     for (const arch of new Set(o.targets.map((t) => t.arch))) ok = buildAgent(arch, o.out) && ok
+    for (const t of o.targets) ok = buildEgress(t, o.out) && ok
   }
   const rows = checkDir(o.out).filter((r) => o.targets.includes(r.target))
   for (const r of rows) {

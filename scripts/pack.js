@@ -87,7 +87,25 @@ function stagePlatform(t, o, stage) {
   fs.copyFileSync(node, path.join(dir, t.nodeFile))
   fs.copyFileSync(agentFor(t, o), path.join(dir, AGENT))
   fs.chmodSync(path.join(dir, AGENT), 0o755)
+  fs.copyFileSync(egressFor(t, o), path.join(dir, EGRESS))
+  fs.chmodSync(path.join(dir, EGRESS), 0o755)
   return dir
+}
+
+/** The egress proxy each platform package carries next to its .node (the addon runs it for a
+ * network policy). It is built per target (scripts/build-egress.js): a release's artifacts hold
+ * kern-sandbox-egress.<triple>; a work tree's `npm run build` leaves this host's as
+ * kern-sandbox-egress. */
+const EGRESS = 'kern-sandbox-egress'
+function egressFor(t, o) {
+  const candidates = [path.join(o.artifacts, `${EGRESS}.${t.triple}`)]
+  if (t.triple === hostTarget()?.triple) candidates.push(path.join(o.artifacts, EGRESS), path.join(repo, EGRESS))
+  const found = candidates.find((f) => fs.existsSync(f))
+  if (!found)
+    throw new Error(
+      `${EGRESS}.${t.triple} not found in ${o.artifacts}: build it first (npm run build / node scripts/build-egress.js --out DIR on that target)`,
+    )
+  return found
 }
 
 /** The machine agent every platform package carries next to its .node (the host mounts it into a

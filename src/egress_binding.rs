@@ -9,13 +9,13 @@ use napi::Env;
 use napi_derive::napi;
 
 use crate::egress::js::{event_sink, EgressEventFn};
-use crate::egress::{EgressProxy, Limits, NetworkPolicy, Policy};
+use crate::egress::{EgressProcess, NetworkPolicy};
 use crate::errors::{self, Error};
 
 /// A running egress proxy on a host Unix socket.
 #[napi]
 pub struct NativeEgress {
-    inner: Arc<EgressProxy>,
+    inner: Arc<EgressProcess>,
 }
 
 #[napi]
@@ -32,11 +32,12 @@ impl NativeEgress {
         if socket_path.is_empty() || socket_path.contains('\0') {
             return Err(Error::InvalidOption("socketPath must be a file path".into()).into());
         }
-        let policy = errors::guard(|| Policy::new(policy))?;
+        let policy = errors::guard(|| policy.check())?;
+        let bin = crate::locate::find_egress()?;
         let events = on_request.map(event_sink);
         let path = PathBuf::from(socket_path);
         crate::promise(env, async move {
-            let inner = EgressProxy::start(&path, policy, events, Limits::default())?;
+            let inner = EgressProcess::start(&bin, &path, policy, events).await?;
             Ok(NativeEgress {
                 inner: Arc::new(inner),
             })
@@ -64,9 +65,8 @@ impl NativeEgress {
     /// `ERR_BAD_NETWORK_POLICY` and changes nothing.
     #[napi]
     pub fn update(&self, policy: NetworkPolicy) -> napi::Result<()> {
-        let policy = errors::guard(|| Policy::new(policy))?;
-        self.inner.update(policy);
-        Ok(())
+        let policy = errors::guard(|| policy.check())?;
+        Ok(self.inner.update(policy)?)
     }
 
     /// Stops accepting, ends every connection and removes the socket file.

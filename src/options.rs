@@ -381,7 +381,7 @@ fn check_network(
         None => DEFAULTS.network,
         Some(Either::A(on)) => on,
         Some(Either::B(policy)) => {
-            let policy = Policy::new(policy)?;
+            let policy = policy.check()?;
             if egress.is_some() {
                 return Err(Error::InvalidOption(
                     "egressAllow and a network policy are mutually exclusive: put the names in \

@@ -9,9 +9,10 @@
 //
 // The client stops at three marks, after a warm-up, at half and at the end, in the same state
 // each time (alive, idle, its keep-alive connections open); at each, this process measures its own
-// fds and RSS (it holds the session, the machine and the proxy), the proxy's open streams, the
-// upstream connections the servers hold, and the box's process count (kern's `metrics().pids`
-// and the client's own count of /proc, with the agent's fds: the relay is a thread of it). None of
+// fds and RSS (it holds the session and the machine), the proxy processes' (kern-sandbox-egress)
+// fds, RSS and open streams, the upstream connections the servers hold, and the box's process
+// count (kern's `metrics().pids` and the client's own count of /proc, with the agent's fds: the
+// relay is a thread of it). None of
 // them may grow from start to middle or end (RSS: within the rss check's bound). After the client
 // exits, the proxy must hold no stream of it and the box as many processes as before it started.
 //
@@ -46,19 +47,57 @@ function statusOf() {
   }
 }
 
-/** The proxy's streams: sockets this process holds that no table of its own network namespace
+/** The egress proxy processes (kern-sandbox-egress) this process started: the session's and the
+ * machine's. */
+function proxyPids() {
+  const pids = []
+  for (const e of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(e)) continue
+    try {
+      const stat = fs.readFileSync(`/proc/${e}/stat`, 'latin1')
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+      const argv0 = fs.readFileSync(`/proc/${e}/cmdline`, 'latin1').split('\0')[0]
+      if (ppid === process.pid && path.basename(argv0) === 'kern-sandbox-egress') pids.push(e)
+    } catch {
+      /* gone */
+    }
+  }
+  return pids
+}
+
+/** The proxy processes' fds and RSS, summed. */
+function proxyFigures() {
+  let fds = 0
+  let rssKb = 0
+  for (const pid of proxyPids()) {
+    try {
+      fds += fs.readdirSync(`/proc/${pid}/fd`).length
+      rssKb += Number(/^VmRSS:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1])
+    } catch {
+      /* gone */
+    }
+  }
+  return { proxyFds: fds, proxyRssKb: rssKb }
+}
+
+/** The proxy's streams: sockets the proxy processes hold that no table of their network namespace
  * lists. A stream the in-box relay opens on the bind-mounted proxy socket is accepted into the
  * connecting side's namespace, the box's, so the proxy's ends of those streams are exactly the
- * sockets here that /proc/self/net does not know (plus, constant, the machine's agent channel,
- * which the idle figure shows). */
+ * sockets there that /proc/<pid>/net does not know. */
 function proxyStreams() {
+  let n = 0
+  for (const pid of proxyPids()) n += unlistedSockets(pid)
+  return n
+}
+
+function unlistedSockets(pid) {
   const known = new Set()
   // The inode column of each table.
   const tables = { unix: 6, tcp: 9, tcp6: 9, udp: 9, udp6: 9, raw: 9, raw6: 9, netlink: 9, packet: 8 }
   for (const [t, col] of Object.entries(tables)) {
     let text
     try {
-      text = fs.readFileSync(`/proc/self/net/${t}`, 'utf8')
+      text = fs.readFileSync(`/proc/${pid}/net/${t}`, 'utf8')
     } catch {
       continue // a protocol this kernel does not have
     }
@@ -68,10 +107,16 @@ function proxyStreams() {
     }
   }
   let n = 0
-  for (const fd of fs.readdirSync('/proc/self/fd')) {
+  let fds
+  try {
+    fds = fs.readdirSync(`/proc/${pid}/fd`)
+  } catch {
+    return 0 // gone
+  }
+  for (const fd of fds) {
     let target
     try {
-      target = fs.readlinkSync(`/proc/self/fd/${fd}`)
+      target = fs.readlinkSync(`/proc/${pid}/fd/${fd}`)
     } catch {
       continue // the fd readdir itself used
     }
@@ -147,6 +192,7 @@ async function child([n, marker, dir]) {
       ...statusOf(),
       heapKb: Math.round(process.memoryUsage().heapTotal / 1024),
       proxyStreams: proxyStreams(),
+      ...proxyFigures(),
       upstream: (await connections(plain)) + (await connections(tls)),
       pids: metrics.pids,
       boxMemoryKb: Math.round(metrics.memoryBytes / 1024),
@@ -293,8 +339,10 @@ function check(r) {
   const rows = [
     ['host fds', (f) => f.fds],
     ['host RSS', (f) => f.rssKb, allowedKb, mib],
-    // Less the machine's agent channel, the one such socket before the client started.
+    // Less any the proxies held before the client started.
     ['proxy streams', (f) => f.proxyStreams - r.idle.proxyStreams],
+    ['proxy fds', (f) => f.proxyFds],
+    ['proxy RSS', (f) => f.proxyRssKb, Math.max(start.proxyRssKb * 0.1, 8 * 1024), mib],
     ['upstream conns', (f) => f.upstream],
     ['box pids', (f) => f.pids],
     ['box procs', (f) => f.box.procs],

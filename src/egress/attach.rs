@@ -4,7 +4,7 @@
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
-use super::{EgressProxy, EventSink, Limits, Policy};
+use super::{EgressProcess, EventSink, Policy};
 use crate::errors::{Error, Result};
 
 /// A box attached to a host egress proxy: what the policy owner (the session, or a machine with a
@@ -47,26 +47,27 @@ pub fn from_test_env() -> Result<Option<EgressAttach>> {
 /// A proxy started by its owner (a session, or a machine with a policy of its own) in a 0700
 /// directory of its own, which goes with it.
 pub struct OwnedProxy {
-    proxy: EgressProxy,
+    proxy: EgressProcess,
     dir: PathBuf,
 }
 
 impl OwnedProxy {
-    /// Creates `dir` (0700; it must not exist), serves `policy` on `dir/sock` on the current
-    /// tokio runtime, and returns the attach its boxes get (`agent` relays in one-shot and kernel
+    /// Creates `dir` (0700; it must not exist), starts a proxy process serving `policy` on
+    /// `dir/sock`, and returns the attach its boxes get (`agent` relays in one-shot and kernel
     /// boxes).
-    pub fn start(
+    pub async fn start(
         dir: &Path,
         policy: Policy,
         events: Option<EventSink>,
         agent: PathBuf,
     ) -> Result<(OwnedProxy, EgressAttach)> {
+        let bin = crate::locate::find_egress()?;
         std::fs::DirBuilder::new()
             .mode(0o700)
             .create(dir)
             .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
         let sock = dir.join("sock");
-        let proxy = match EgressProxy::start(&sock, policy, events, Limits::default()) {
+        let proxy = match EgressProcess::start(&bin, &sock, policy, events).await {
             Ok(p) => p,
             Err(e) => {
                 let _ = std::fs::remove_dir_all(dir);
@@ -86,8 +87,8 @@ impl OwnedProxy {
     }
 
     /// Replaces the policy for requests that start from now on.
-    pub fn update(&self, policy: Policy) {
-        self.proxy.update(policy);
+    pub fn update(&self, policy: Policy) -> Result<()> {
+        self.proxy.update(policy)
     }
 
     /// The policy in force now.

@@ -573,10 +573,7 @@ impl Machine {
         }
         self.gate.check()?;
         match &*self.egress.lock().unwrap_or_else(|p| p.into_inner()) {
-            Some(p) => {
-                p.update(policy);
-                Ok(())
-            }
+            Some(p) => p.update(policy),
             None => Err(Error::NetworkFixed(
                 "this machine's network is fixed (it was opened with network: false or true, so \
                  no egress proxy serves it); open it with a policy object to update it later, e.g. \

@@ -141,7 +141,7 @@ fn network(v: Option<Unknown>) -> Result<Option<Network>> {
 /// A policy object as JS gave it, checked once.
 pub fn policy(v: Unknown) -> Result<Policy> {
     let input = NetworkPolicy::from_unknown(v)?;
-    Ok(Policy::new(input)?)
+    Ok(input.check()?)
 }
 
 /// exec's and spawn's options as lib/machine.js passes them (each reads what applies to it).

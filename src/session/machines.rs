@@ -80,7 +80,7 @@ impl Session {
             Some(p) => {
                 let dir = opened.private.join(format!("proxy-{id}"));
                 let events = events.or_else(|| opened.events.clone());
-                let (proxy, a) = OwnedProxy::start(&dir, p, events, agent.clone())?;
+                let (proxy, a) = OwnedProxy::start(&dir, p, events, agent.clone()).await?;
                 (Some(proxy), Some(a))
             }
             None => (None, attach),

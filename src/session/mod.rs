@@ -241,8 +241,8 @@ impl Session {
                     Error::sandbox("a network policy needs the kern-sandbox-agent binary")
                 })?;
                 let dir = private.join("proxy");
-                let (proxy, attach) =
-                    OwnedProxy::start(&dir, policy.clone(), net.events.clone(), agent)?;
+                let started = OwnedProxy::start(&dir, policy.clone(), net.events.clone(), agent);
+                let (proxy, attach) = tokio::runtime::Handle::current().block_on(started)?;
                 Ok((w, Some(proxy), Some(attach)))
             }
             None => Ok((w, None, self.cfg.egress.clone())),

@@ -6,13 +6,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
 use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, UnixStream};
 
-use super::http::{Conn, Head};
-use super::*;
+use kern_sandbox_egress_policy::Event;
+
+use crate::http::{Conn, Head};
+use crate::proxy::{EgressProxy, Limits};
+use crate::tls::Enforced;
 
 const SECRET: &str = "Bearer s3cret-value";
 
@@ -33,7 +37,7 @@ fn test_ca() -> TestCa {
         .unwrap()
         .signed_by(&key, &issuer)
         .unwrap();
-    let server = rustls::ServerConfig::builder_with_provider(super::tls::provider())
+    let server = rustls::ServerConfig::builder_with_provider(crate::tls::provider())
         .with_safe_default_protocol_versions()
         .unwrap()
         .with_no_client_auth()
@@ -107,16 +111,8 @@ struct Fixture {
     _dir: tempfile::TempDir,
 }
 
-fn policy(v: Value) -> Policy {
-    let o = v.as_object().unwrap();
-    Policy::new(NetworkPolicy {
-        allow_out: o.get("allowOut").cloned(),
-        deny_out: o.get("denyOut").cloned(),
-        rules: o.get("rules").cloned(),
-        hosts: o.get("hosts").cloned(),
-        upstream_ca: o.get("upstreamCa").cloned(),
-    })
-    .unwrap()
+fn policy(v: Value) -> Enforced {
+    Enforced::new(&v).unwrap()
 }
 
 fn standard(ca: &TestCa) -> Value {
@@ -183,10 +179,10 @@ async fn tls_over(
     trust_pem: &str,
 ) -> tokio_rustls::client::TlsStream<UnixStream> {
     let mut roots = rustls::RootCertStore::empty();
-    for c in super::tls::pem_certs(trust_pem).unwrap() {
-        roots.add(c).unwrap();
+    for c in CertificateDer::pem_slice_iter(trust_pem.as_bytes()) {
+        roots.add(c.unwrap()).unwrap();
     }
-    let cfg = rustls::ClientConfig::builder_with_provider(super::tls::provider())
+    let cfg = rustls::ClientConfig::builder_with_provider(crate::tls::provider())
         .with_safe_default_protocol_versions()
         .unwrap()
         .with_root_certificates(roots)

@@ -11,8 +11,7 @@ use rcgen::{
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use rustls::ServerConfig;
 
-use super::policy::Host;
-use crate::errors::{Error, Result};
+use kern_sandbox_egress_policy::Host;
 
 /// Leaf configurations kept; past this the cache starts over (hosts with rules are few).
 const CACHE_MAX: usize = 1024;
@@ -33,8 +32,8 @@ fn validity(p: &mut CertificateParams) {
 }
 
 impl Authority {
-    pub fn new() -> Result<Authority> {
-        let err = |e: rcgen::Error| Error::sandbox(format!("could not make the egress CA: {e}"));
+    pub fn new() -> Result<Authority, String> {
+        let err = |e: rcgen::Error| format!("could not make the egress CA: {e}");
         let key = KeyPair::generate().map_err(err)?;
         let mut params = CertificateParams::default();
         let mut dn = DistinguishedName::new();
@@ -91,7 +90,7 @@ impl Authority {
             .signed_by(&self.leaf_key, &self.issuer)
             .map_err(|e| e.to_string())?;
         let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.leaf_key.serialize_der()));
-        let mut cfg = ServerConfig::builder_with_provider(super::tls::provider())
+        let mut cfg = ServerConfig::builder_with_provider(crate::tls::provider())
             .with_safe_default_protocol_versions()
             .map_err(|e| e.to_string())?
             .with_no_client_auth()

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use super::policy::Headers;
+use kern_sandbox_egress_policy::Headers;
 
 /// The most headers one message may carry.
 const MAX_HEADERS: usize = 128;
@@ -541,13 +541,12 @@ mod tests {
         let mut h = Head::request(b"GET / HTTP/1.1\r\nauthorization: fake\r\nX-Keep: 1\r\nConnection: Keep-Alive, close\r\n\r\n").unwrap();
         assert!(h.connection_has("close") && !h.keep_alive());
         let json = serde_json::json!({ "Authorization": "Bearer real" });
-        let p = super::super::policy::Policy::new(super::super::policy::NetworkPolicy {
-            rules: Some(serde_json::json!({ "a.test": [{ "transform": { "headers": json } }] })),
-            ..Default::default()
-        })
+        let p = kern_sandbox_egress_policy::Policy::new(
+            &serde_json::json!({ "rules": { "a.test": [{ "transform": { "headers": json } }] } }),
+        )
         .unwrap();
         h.apply(
-            &p.headers_for(&super::super::policy::Host::Name("a.test".into()))
+            &p.headers_for(&kern_sandbox_egress_policy::Host::Name("a.test".into()))
                 .unwrap(),
         );
         let text = String::from_utf8(h.encode()).unwrap();

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::net::TcpStream;
 
-use super::policy::{Host, Policy, Refusal};
+use kern_sandbox_egress_policy::{Host, Policy, Refusal};
 
 /// Where a request may go.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -106,16 +106,10 @@ pub async fn dial(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::egress::policy::NetworkPolicy;
     use serde_json::json;
 
     fn policy(allow: Value, hosts: Value) -> Policy {
-        Policy::new(NetworkPolicy {
-            allow_out: Some(allow),
-            hosts: Some(hosts),
-            ..Default::default()
-        })
-        .unwrap()
+        Policy::new(&json!({ "allowOut": allow, "hosts": hosts })).unwrap()
     }
     use serde_json::Value;
 

@@ -17,11 +17,12 @@ use tokio::net::{TcpStream, UnixListener, UnixStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use super::ca::Authority;
-use super::http::{simple_response, Body, Conn, Head};
-use super::policy::{Host, Policy, Refusal};
-use super::resolve::{dial, resolve};
-use crate::errors::{Error, Result};
+use kern_sandbox_egress_policy::{Event, Host, Refusal};
+
+use crate::ca::Authority;
+use crate::http::{simple_response, Body, Conn, Head};
+use crate::resolve::{dial, resolve};
+use crate::tls::Enforced;
 
 /// Bounds on what one proxy holds.
 #[derive(Clone, Debug)]
@@ -48,27 +49,10 @@ impl Default for Limits {
     }
 }
 
-/// One request through the proxy, as the audit callback sees it. It never holds header values.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Event {
-    pub host: String,
-    pub port: u16,
-    /// `CONNECT` for a tunnel; the inner method for a terminated or plain HTTP request.
-    pub method: String,
-    /// The request target of a plain HTTP or terminated request; None for a tunnel or a refusal
-    /// of a CONNECT.
-    pub path: Option<String>,
-    pub allowed: bool,
-    /// `tunnelled`, `terminated`, `forwarded`, or why it was refused or failed.
-    pub reason: String,
-    /// Bytes relayed both ways (heads and bodies); 0 for a refusal.
-    pub bytes: u64,
-}
-
 pub type EventSink = Arc<dyn Fn(Event) + Send + Sync>;
 
 struct Shared {
-    policy: RwLock<Arc<Policy>>,
+    policy: RwLock<Arc<Enforced>>,
     ca: Authority,
     limits: Limits,
     events: Option<EventSink>,
@@ -76,7 +60,7 @@ struct Shared {
 }
 
 impl Shared {
-    fn policy(&self) -> Arc<Policy> {
+    fn policy(&self) -> Arc<Enforced> {
         self.policy
             .read()
             .unwrap_or_else(|p| p.into_inner())
@@ -104,23 +88,20 @@ impl EgressProxy {
     /// serves on the current tokio runtime.
     pub fn start(
         path: &Path,
-        policy: Policy,
+        policy: Enforced,
         events: Option<EventSink>,
         limits: Limits,
-    ) -> Result<EgressProxy> {
+    ) -> Result<EgressProxy, String> {
         let ca = Authority::new()?;
         let listener = UnixListener::bind(path)
-            .map_err(|e| Error::io(format!("could not listen on {}", path.display()), e))?;
+            .map_err(|e| format!("could not listen on {}: {e}", path.display()))?;
         // Owner only. Between bind and this chmod the umask's mode holds: the owner should put
         // the socket in a directory only it can enter.
         {
             use std::os::unix::fs::PermissionsExt;
             if let Err(e) = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)) {
                 let _ = std::fs::remove_file(path);
-                return Err(Error::io(
-                    format!("could not set the mode of {}", path.display()),
-                    e,
-                ));
+                return Err(format!("could not set the mode of {}: {e}", path.display()));
             }
         }
         let shared = Arc::new(Shared {
@@ -146,23 +127,14 @@ impl EgressProxy {
         self.shared.ca.pem()
     }
 
-    pub fn socket_path(&self) -> &Path {
-        &self.path
-    }
-
     /// Swaps the policy: requests that start after this see the new one (terminated and plain
     /// HTTP connections check each request; an open tunnel carries on).
-    pub fn update(&self, policy: Policy) {
+    pub fn update(&self, policy: Enforced) {
         *self
             .shared
             .policy
             .write()
             .unwrap_or_else(|p| p.into_inner()) = Arc::new(policy);
-    }
-
-    /// The policy in force now.
-    pub fn policy(&self) -> Policy {
-        (*self.shared.policy()).clone()
     }
 
     /// Streams being served right now.
@@ -507,7 +479,7 @@ type UpstreamTls = tokio_rustls::client::TlsStream<TcpStream>;
 /// TLS to a terminated host's upstream: its certificate checked against the policy's roots,
 /// SNI the host's name.
 async fn upstream_tls(
-    policy: &Policy,
+    policy: &Enforced,
     host: &Host,
     tcp: TcpStream,
     timeout: Duration,
@@ -517,7 +489,8 @@ async fn upstream_tls(
             .map_err(|_| Refusal::Upstream("not a valid TLS server name".into()))?,
         Host::Ip(ip) => ServerName::IpAddress((*ip).into()),
     };
-    let connector = tokio_rustls::TlsConnector::from(policy.upstream_tls.clone());
+    let tls = policy.tls().map_err(Refusal::Upstream)?;
+    let connector = tokio_rustls::TlsConnector::from(tls);
     match tokio::time::timeout(timeout, connector.connect(name, tcp)).await {
         Ok(Ok(s)) => Ok(s),
         Ok(Err(e)) => Err(Refusal::Upstream(format!("upstream TLS failed: {e}"))),

@@ -1,0 +1,80 @@
+#!/usr/bin/env node
+'use strict'
+// Builds the egress proxy (crate egress/, kern-sandbox-egress): the process the addon starts for
+// every network policy, beside Node, so that TLS (rustls on ring) stays out of the .node.
+//
+//   node scripts/build-egress.js [--debug] [--out DIR] [--target TRIPLE]
+//
+// Default: this host's target, the release profile (root Cargo.toml), copied to the package root
+// as `kern-sandbox-egress` (gitignored), beside the .node, where the addon finds it in a work tree
+// (src/locate.rs). --debug: the dev profile (`npm run build:debug`). --out DIR: writes
+// DIR/kern-sandbox-egress.<triple> instead, the name scripts/pack.js takes from a release's
+// artifacts for that target's platform package. --target TRIPLE (with --out; scripts/build-all.js):
+// that release target through cargo-zigbuild, as the addon is built (gnu pinned to the glibc
+// baseline), into target/cross.
+//
+// It is built for the host's own target (glibc or musl), not as a static musl executable like the
+// agent: ring's C and assembly need a C compiler for the target, and a fresh Debian has none for
+// musl (musl-tools); the addon itself is built per target anyway.
+
+const fs = require('node:fs')
+const path = require('node:path')
+const cp = require('node:child_process')
+
+const { hostTarget, describe } = require('./targets.js')
+
+const repo = path.resolve(__dirname, '..')
+const NAME = 'kern-sandbox-egress'
+
+function parseArgs(argv) {
+  const o = { debug: false, out: null, target: null }
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]
+    if (a === '--debug') o.debug = true
+    else if (a === '--out') o.out = path.resolve(argv[++i])
+    else if (a === '--target') o.target = describe(argv[++i])
+    else throw new Error(`unknown option ${a}`)
+  }
+  if (o.target && !o.out) throw new Error('--target needs --out DIR')
+  return o
+}
+
+/** Runs the cargo build and returns the path of the executable it produced. */
+function cargoBuild(o) {
+  const args = o.target
+    ? ['zigbuild', '--target', o.target.buildTarget, '--target-dir', path.join(repo, 'target', 'cross')]
+    : ['build']
+  args.push('-p', NAME, '--profile', o.debug ? 'dev' : 'release', '--message-format', 'json-render-diagnostics')
+  const r = cp.spawnSync('cargo', args, { cwd: repo, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] })
+  if (r.status !== 0) throw new Error(`cargo ${args.join(' ')} failed (exit ${r.status})`)
+  const exe = r.stdout
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l))
+    .filter((m) => m.reason === 'compiler-artifact' && m.target.name === NAME && m.executable)
+    .map((m) => m.executable)
+    .pop()
+  if (!exe) throw new Error(`cargo built no ${NAME} executable`)
+  return exe
+}
+
+function main() {
+  const o = parseArgs(process.argv.slice(2))
+  const exe = cargoBuild(o)
+  const target = o.target || hostTarget()
+  if (o.out && !target) throw new Error(`no release target for this host (${process.arch})`)
+  const dest = o.out ? path.join(o.out, `${NAME}.${target.triple}`) : path.join(repo, NAME)
+  if (o.out) fs.mkdirSync(o.out, { recursive: true })
+  // Copy to a temporary name and rename: a proxy starting meanwhile never runs half a file.
+  fs.copyFileSync(exe, `${dest}.tmp`)
+  fs.chmodSync(`${dest}.tmp`, 0o755)
+  fs.renameSync(`${dest}.tmp`, dest)
+  console.log(`${path.relative(process.cwd(), dest) || dest}: ${fs.statSync(dest).size} bytes`)
+}
+
+try {
+  main()
+} catch (e) {
+  console.error(`build-egress: ${e.message}`)
+  process.exitCode = 1
+}
