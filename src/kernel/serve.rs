@@ -472,11 +472,18 @@ impl Server {
     }
 
     /// Polls the pipe until a frame is buffered or `until` (see [`SPIN`]); the frame is then
-    /// taken by `next_event` without a sleep. A cancel or deadline waits at most this long.
+    /// taken by `next_event` without a sleep. A cancel or deadline waits at most this long. One
+    /// kernel polls at a time: the poll holds a tokio worker, and the others must stay free for
+    /// every other task (the other kernels then sleep on the reactor as before).
     fn spin(&mut self, until: Instant) {
+        static POLLING: AtomicBool = AtomicBool::new(false);
+        if POLLING.swap(true, Ordering::Acquire) {
+            return;
+        }
         while self.early.is_empty() && !self.frames.fill_now() && Instant::now() < until {
             std::thread::yield_now();
         }
+        POLLING.store(false, Ordering::Release);
     }
 
     /// Writes a cell frame `submit` could not; false when the box's stdin is gone.
