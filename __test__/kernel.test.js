@@ -80,6 +80,26 @@ test('an uncaught error: exit 1, traceback on stderr, no fault, and the kernel k
   assert.equal((await k.runCode('kept')).results[0].text, "'still here'", 'sys.exit ends the cell, not the kernel')
 })
 
+test('a cell run again (its compiled code reused) runs again, and names itself in tracebacks and warnings', async () => {
+  const bump = 'ran_again = globals().get("ran_again", 0) + 1\nran_again'
+  for (const n of ['1', '2', '3']) assert.equal((await k.runCode(bump)).results[0].text, n)
+  const failing = 'def fails():\n    return [1 / 0 for _ in range(1)]\nfails()'
+  for (let i = 0; i < 2; i++) {
+    const r = await k.runCode(failing)
+    assert.equal(r.error.name, 'ZeroDivisionError')
+    const own = `File "<cell-${r.executionCount}>"`
+    // The cell and the function (and the comprehension, a frame of its own before Python 3.12).
+    assert.ok(r.stderr.split(own).length - 1 >= 2, r.stderr)
+    assert.doesNotMatch(r.stderr.replaceAll(own, ''), /<cell-/, 'no frame names an earlier cell')
+  }
+  const source = 'def shown():\n    return 1\nimport inspect\nprint(inspect.getsource(shown), end="")'
+  for (let i = 0; i < 2; i++) assert.equal((await k.runCode(source)).stdout, 'def shown():\n    return 1\n')
+  for (let i = 0; i < 2; i++) {
+    const r = await k.runCode('warned = "a" is "a"')
+    assert.match(r.stderr, new RegExp(`<cell-${r.executionCount}>:1: SyntaxWarning`), 'compiled again: it warns again')
+  }
+})
+
 test("a cell's stdin is at EOF, never the control channel", async () => {
   const r = await k.runCode(
     'import sys\nprint(repr(sys.stdin.read()))\ntry:\n    input()\nexcept EOFError:\n    print("eof")\nimport os\nprint(os.read(0, 10))',

@@ -1,6 +1,8 @@
 //! The kernel driver's wire format: a kind byte, a little-endian u32 length, the payload.
 //! The box writes the frames we read, so a frame past the bound is refused before it is buffered.
 
+use std::os::fd::AsFd;
+
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 pub const HEADER: usize = 5;
@@ -73,24 +75,58 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         Ok(Some(frame))
     }
 
+    /// Room for the next read, past the frames already taken.
+    fn make_room(&mut self) {
+        if self.start > 0 {
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
+        if self.buf.capacity() - self.buf.len() < 16 * 1024 {
+            self.buf.reserve_exact(64 * 1024);
+        }
+    }
+
     /// The next frame, or `None` at EOF.
     pub async fn next(&mut self) -> Result<Option<(u8, Vec<u8>)>, ReadError> {
         loop {
             if let Some(f) = self.parse()? {
                 return Ok(Some(f));
             }
-            if self.start > 0 {
-                self.buf.drain(..self.start);
-                self.start = 0;
-            }
-            if self.buf.capacity() - self.buf.len() < 16 * 1024 {
-                self.buf.reserve_exact(64 * 1024);
-            }
+            self.make_room();
             match self.src.read_buf(&mut self.buf).await {
                 Ok(0) => return Ok(None),
                 Ok(_) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(_) => return Err(ReadError::Io),
+            }
+        }
+    }
+}
+
+impl<R: AsyncRead + AsFd + Unpin> FrameReader<R> {
+    /// Reads what the source holds right now, with plain non-blocking reads of its fd (not
+    /// through tokio, whose readiness is only refreshed when a worker polls the reactor). True
+    /// once `next` can answer without waiting: a whole frame (or an oversize header) is buffered,
+    /// or the source is at EOF or failed; false when it is empty for now. What was read stays
+    /// buffered for `next`.
+    pub fn fill_now(&mut self) -> bool {
+        loop {
+            let have = &self.buf[self.start..];
+            if have.len() >= HEADER {
+                let len = u32::from_le_bytes([have[1], have[2], have[3], have[4]]) as usize;
+                if len > self.max || have.len() >= HEADER + len {
+                    return true;
+                }
+            }
+            self.make_room();
+            match rustix::io::read(
+                self.src.as_fd(),
+                rustix::buffer::spare_capacity(&mut self.buf),
+            ) {
+                Ok(0) => return true,
+                Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                Err(rustix::io::Errno::AGAIN) => return false,
+                Err(_) => return true,
             }
         }
     }
@@ -141,6 +177,35 @@ mod tests {
         let wire = [STDOUT, 0xff, 0xff, 0xff, 0x7f];
         let got = block_on(async { FrameReader::new(&wire[..], 1 << 20).next().await });
         assert_eq!(got, Err(ReadError::Oversize(0x7fff_ffff)));
+    }
+
+    #[test]
+    fn fill_now_says_when_a_whole_frame_waits_without_taking_it() {
+        let got = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .build()
+            .unwrap()
+            .block_on(async {
+                let (tx, rx) = tokio::net::unix::pipe::pipe().unwrap();
+                let mut r = FrameReader::new(rx, 1024);
+                let wire = encode(STDOUT, b"hello");
+                let mut seen = vec![r.fill_now()];
+                assert_eq!(rustix::io::write(&tx, &wire[..3]), Ok(3));
+                seen.push(r.fill_now());
+                assert_eq!(rustix::io::write(&tx, &wire[3..]), Ok(wire.len() - 3));
+                seen.push(r.fill_now());
+                let frame = r.next().await.unwrap();
+                drop(tx);
+                seen.push(r.fill_now());
+                (seen, frame, r.next().await.unwrap())
+            });
+        assert_eq!(
+            got.0,
+            [false, false, true, true],
+            "empty, half a frame, a frame, EOF"
+        );
+        assert_eq!(got.1, Some((STDOUT, b"hello".to_vec())));
+        assert_eq!(got.2, None);
     }
 
     #[test]

@@ -41,6 +41,14 @@ const STDERR_KEPT: usize = 64 * 1024;
 const TORN_DOWN: i32 = -1;
 /// Frames kept for a cell `submit` wrote before the serving task took it up.
 const EARLY_FRAMES: usize = 1024;
+/// How long the serving task polls the pipe for a cell's frames before it sleeps on the reactor,
+/// while cells answer within it. Going to sleep and being woken for the answer costs a short cell
+/// as much as its interpreter's work does on a VM (an idle vCPU's wake-up, then tokio's own);
+/// polling meanwhile costs at most this much CPU per cell, and yields the CPU at each turn.
+const SPIN: Duration = Duration::from_micros(100);
+/// While cells take longer than [`SPIN`], one in this many is still polled for, to notice when
+/// they are quick again (a cell that was not polled for cannot tell how soon it was answered).
+const PROBE_EVERY: u32 = 16;
 
 type Frame = (u8, Vec<u8>);
 type FrameResult = std::result::Result<Option<Frame>, ReadError>;
@@ -71,6 +79,8 @@ pub(super) struct Server {
     signal_after: Option<Duration>,
     /// Asks the stderr reader to catch up with what the pipe holds (once, at ready).
     catch_up: Option<oneshot::Sender<oneshot::Sender<()>>>,
+    /// The last cell polled for ended within [`SPIN`] of being taken up: the next one is too.
+    quick: bool,
 }
 
 pub(super) enum CellEnd {
@@ -233,6 +243,7 @@ impl Server {
             early: Default::default(),
             signal_after: language.signal_after(),
             catch_up: Some(catch_up),
+            quick: true,
         }
     }
 
@@ -418,7 +429,12 @@ impl Server {
             grace,
             again,
         };
+        let polled = self.quick || self.count.is_multiple_of(PROBE_EVERY);
+        let spin_until = polled.then(|| cell.t0 + SPIN);
         loop {
+            if let Some(until) = spin_until {
+                self.spin(until);
+            }
             let ended = match self.next_event(&cell, &mut timers, shutdown).await {
                 Event::Frame(frame) => self.on_frame(&mut cell, frame).await,
                 Event::Deadline => {
@@ -447,9 +463,27 @@ impl Server {
                 }
             };
             if let Some(answer) = ended {
+                if polled {
+                    self.quick = cell.t0.elapsed() < SPIN;
+                }
                 return answer;
             }
         }
+    }
+
+    /// Polls the pipe until a frame is buffered or `until` (see [`SPIN`]); the frame is then
+    /// taken by `next_event` without a sleep. A cancel or deadline waits at most this long. One
+    /// kernel polls at a time: the poll holds a tokio worker, and the others must stay free for
+    /// every other task (the other kernels then sleep on the reactor as before).
+    fn spin(&mut self, until: Instant) {
+        static POLLING: AtomicBool = AtomicBool::new(false);
+        if POLLING.swap(true, Ordering::Acquire) {
+            return;
+        }
+        while self.early.is_empty() && !self.frames.fill_now() && Instant::now() < until {
+            std::thread::yield_now();
+        }
+        POLLING.store(false, Ordering::Release);
     }
 
     /// Writes a cell frame `submit` could not; false when the box's stdin is gone.

@@ -31,13 +31,16 @@ for _n, _kind in ((1, ord("o")), (2, ord("e"))):
     _pipes[_r] = _kind
 _wlock = threading.Lock()  # one frame at a time on the control channel
 _rlock = threading.Lock()  # one reader of the raw-output pipes at a time
-_MAIN_PID = os.getpid()
+_forked = False  # set in the child of a fork (_after_fork_child): cheaper than getpid() per frame
 _SIGINT = {signal.SIGINT}
+_sent = 0  # frames sent so far, to tell a compile that wrote a warning
 
 
 def _send(kind, payload=b""):
-    if os.getpid() != _MAIN_PID:
+    global _sent
+    if _forked:
         return
+    _sent += 1
     view = memoryview(_HDR.pack(kind, len(payload)) + payload)
     # A frame of at most PIPE_BUF bytes goes out in one write, whole; a larger one takes several,
     # and a KeyboardInterrupt between them would leave half a frame: SIGINT waits until it is out.
@@ -68,7 +71,7 @@ class _FrameWriter(io.RawIOBase):
     def write(self, b):
         n = len(b)
         if n:
-            if os.getpid() == _MAIN_PID:
+            if not _forked:
                 with _rlock:  # raw output written before this write goes out first
                     _drain_pipes()
                     _send(self.kind, bytes(b))
@@ -117,6 +120,8 @@ def _pump():
 
 def _after_fork_child():
     # The child of a cell's fork: never touch the control channel; print through the pipes.
+    global _forked
+    _forked = True
     try:
         os.close(_ctrl_in)
         os.close(_ctrl_out)
@@ -147,6 +152,42 @@ def _assigns(line):
     if target.endswith("]"):
         target = target[:target.find("[")] if "[" in target else ""
     return target.replace(".", "").isidentifier()
+
+
+# Compiled cells by their source: a notebook runs a cell again, an agent retries or polls with the
+# same code, and compiling is most of what a small cell costs the driver. A cell found here is only
+# renamed to its own <cell-N>, so tracebacks, linecache and warnings read as if it was compiled
+# anew.
+_compiled = {}
+_COMPILED_ENTRIES = 64
+_COMPILED_SOURCE_MAX = 16 * 1024
+_CodeType = type(_EMPTY)
+
+
+def _renamed(code, name):
+    """code, and every code object nested in it, with the file name `name`."""
+    consts = code.co_consts
+    if any(type(c) is _CodeType for c in consts):
+        consts = tuple(_renamed(c, name) if type(c) is _CodeType else c for c in consts)
+        return code.replace(co_filename=name, co_consts=consts)
+    return code.replace(co_filename=name)
+
+
+def _compile_cell(src, name):
+    """_split_tail's (code, tail) for a cell, from the cells compiled before when it is one of
+    them. A compile that wrote anything (a SyntaxWarning) is not kept, so the cell run again warns
+    again."""
+    got = _compiled.get(src)
+    if got is not None:
+        code, tail = got
+        return _renamed(code, name), None if tail is None else _renamed(tail, name)
+    sent = _sent
+    got = _split_tail(src, name, _assigns)
+    if len(src) <= _COMPILED_SOURCE_MAX and _sent == sent:
+        if len(_compiled) >= _COMPILED_ENTRIES:
+            del _compiled[next(iter(_compiled))]
+        _compiled[src] = got
+    return got
 
 
 _inbuf = bytearray()
@@ -211,7 +252,7 @@ def _serve():
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGINT)
         try:
             try:
-                code, tail = _split_tail(src, name, _assigns)
+                code, tail = _compile_cell(src, name)
                 exec(code, main.__dict__)
                 if tail is not None:
                     value = eval(tail, main.__dict__)
@@ -231,7 +272,7 @@ def _serve():
                 sys.stderr.write(text)
             _send(ord("x"), err.encode("utf-8", "replace"))
             rc = 1
-        if os.getpid() != _MAIN_PID:
+        if _forked:
             os._exit(rc)  # a forked child that fell out of the cell must not serve
         if after is not None:
             after()
