@@ -214,6 +214,8 @@ pub struct Booted {
     started: OwnedFd,
     /// The box's stdin when it was started with a pipe there (a ready box's waiter reads it).
     pub stdin: Option<pipe::Sender>,
+    /// The box's init, when it was found before the call (a ready box's waiter).
+    pub init: Option<workload::Init>,
 }
 
 /// Starts kern with `args` and tracks the box; its stdin is a pipe of ours (`with_stdin`) or
@@ -306,6 +308,7 @@ impl Pending {
             stderr: stderr.map_err(talk)?,
             started,
             stdin: None,
+            init: None,
         };
         match stdin {
             Ok(s) => booted.stdin = s,
@@ -349,6 +352,7 @@ pub async fn supervise(b: Booted, l: Watch<'_>, t0: Instant) -> BoxRun {
         stderr,
         started: started_r,
         stdin,
+        init,
     } = b;
     drop(stdin);
     let (kern, name) = (kern.as_path(), name.as_str());
@@ -386,7 +390,12 @@ pub async fn supervise(b: Booted, l: Watch<'_>, t0: Instant) -> BoxRun {
         let mut early = false;
         let status = tokio::select! {
             s = child.wait() => Some(s),
-            code = workload::exited(pgid) => { early = true; Some(code << 8) }
+            code = async {
+                match init {
+                    Some(init) => workload::init_exited(init).await,
+                    None => workload::exited(pgid).await,
+                }
+            } => { early = true; Some(code << 8) }
             _ = tokio::time::sleep(l.timeout) => { timed_out = true; None }
             _ = l.cancel.fired() => { stop_reason = l.cancel.reason(); None }
         };
