@@ -6,7 +6,7 @@
 //! its own process group so one `killpg` reaches kern and everything it did not move elsewhere.
 
 use std::ffi::OsString;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::OnceLock;
@@ -375,6 +375,11 @@ pub async fn supervise(b: Booted, l: Watch<'_>, t0: Instant) -> BoxRun {
             }
         }
     };
+    // After an early result kern's teardown goes on, and kern writes its started byte (and may
+    // write more) on the way: read ends of its pipes are held until it has exited, or such a write
+    // would kill it with SIGPIPE halfway through its teardown (seen on every other early call).
+    let held =
+        [stdout.as_fd(), stderr.as_fd(), started_r.as_fd()].map(|fd| fd.try_clone_to_owned().ok());
     let io = async {
         tokio::join!(
             pump(stdout, l.cap, l.on_stdout, drained(drain_rx.clone()), false),
@@ -439,7 +444,7 @@ pub async fn supervise(b: Booted, l: Watch<'_>, t0: Instant) -> BoxRun {
             name.to_string(),
             pgid,
             child,
-            _live,
+            (_live, held),
         ))
     });
     BoxRun {
@@ -456,13 +461,14 @@ pub async fn supervise(b: Booted, l: Watch<'_>, t0: Instant) -> BoxRun {
 }
 
 /// kern's own teardown after a call resolved early: waited for (bounded), then forced, so the box
-/// is tracked until kern is gone and nothing of it outlives the session.
+/// is tracked (and its pipes' read ends held) until kern is gone and nothing of it outlives the
+/// session.
 async fn finish_teardown(
     kern: PathBuf,
     name: String,
     pgid: i32,
     mut child: Reaper,
-    live: boxes::BoxGuard,
+    live: (boxes::BoxGuard, [Option<OwnedFd>; 3]),
 ) {
     if tokio::time::timeout(TEARDOWN_BUDGET, child.wait())
         .await
