@@ -950,8 +950,8 @@ impl FileWindow {
     }
 
     /// [`FileWindow::open`] in place on the JS thread, when that is a handful of syscalls (the
-    /// index is built and watching, a few events queued, and no other call is using it); None,
-    /// and nothing begun, otherwise.
+    /// index is built and watching, nothing queued, and no other call is using it); None, and
+    /// nothing begun, otherwise.
     fn open_now(opened: &Arc<Opened>, call: u64) -> Option<FileWindow> {
         let mut g = match opened.files.try_lock() {
             Ok(g) => g,

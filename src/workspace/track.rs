@@ -188,11 +188,11 @@ impl LiveIndex {
         self.queued().is_some_and(|q| q < QUEUED_MAX)
     }
 
-    /// Whether a sync is a handful of syscalls (watching, a few events queued at most): cheap
-    /// enough for the JS thread, which must not stall on re-reading many paths.
+    /// Whether a sync is one read that finds nothing (watching, no event queued): cheap enough
+    /// for the JS thread. A single event can mean a walk (a directory moved in, a name that is not
+    /// UTF-8), which must not stall the event loop.
     pub fn is_quiet(&self) -> bool {
-        const QUEUED_MAX: i32 = 1024; // about 30 events
-        self.queued().is_some_and(|q| q <= QUEUED_MAX)
+        self.queued() == Some(0)
     }
 
     /// The bytes of events waiting, when the index is built and watching (else a sync walks).
