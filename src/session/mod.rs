@@ -35,6 +35,8 @@ use pool::{Pool, Request};
 /// argv string to 128 KiB, its NUL included.
 const INLINE_CODE_MAX: usize = 100 * 1024;
 const SETUP_MIN_TIMEOUT_S: f64 = 120.0;
+/// How long after a call's box has ended its ready box's replacement starts.
+const REFILL_AFTER: Duration = Duration::from_millis(3);
 /// kern's own deadline for a kernel box: the kernel's close() or a cell's timeout ends it first.
 const KERNEL_BACKSTOP_S: f64 = 24.0 * 3600.0;
 /// A kernel gets at least this long to come up (interpreter start on a cold image cache).
@@ -705,8 +707,8 @@ impl Session {
     /// Runs `command` in a fresh box of this session, until it ends, times out or is stopped: a
     /// ready box when one can take it, else one started now.
     async fn run_in_box(
-        &self,
-        opened: &Opened,
+        self: &Arc<Self>,
+        opened: &Arc<Opened>,
         command: &[String],
         usage: Use,
         timeout_s: f64,
@@ -755,10 +757,16 @@ impl Session {
         let run = self.after_box(run).await;
         // Refilled once the call is done: a box starting beside it would take CPU from it. A
         // call that found none while some were starting came faster than they start: more
-        // starts would only compete with the next calls for the CPU.
+        // starts would only compete with the next calls for the CPU. The starts wait a moment:
+        // the call still reads and removes its files and hands its result to JS (strace: a kern
+        // started right away began while a ready runCode's last ~2 ms were still to go).
         if let Some(pool) = pool {
             if hit || !pool.starting() {
-                self.refill(opened, pool);
+                let (me, opened, pool) = (self.clone(), opened.clone(), pool.clone());
+                crate::task::spawn(async move {
+                    tokio::time::sleep(REFILL_AFTER).await;
+                    me.refill(&opened, &pool);
+                });
             }
         }
         run
