@@ -269,7 +269,8 @@ impl NativeSandbox {
         })
     }
 
-    /// One box call as a promise, its per-call options set up first.
+    /// One box call as a promise, its per-call options set up first. `work` is called here, on
+    /// the JS thread: what it does before its future's first await is done before this returns.
     fn box_call<'e, F, Fut>(
         &self,
         env: &'e Env,
@@ -278,15 +279,12 @@ impl NativeSandbox {
         work: F,
     ) -> napi::Result<PromiseRaw<'e, NativeResult>>
     where
-        F: 'static + Send + FnOnce(Arc<Session>, CallOptions) -> Fut,
+        F: FnOnce(Arc<Session>, CallOptions) -> Fut,
         Fut: 'static + Send + std::future::Future<Output = errors::Result<Outcome>>,
     {
         let opts = self.call_options(call, sinks.0, sinks.1)?;
-        let s = self.inner.clone();
-        promise(
-            env,
-            async move { work(s, opts).await.map(NativeResult::from) },
-        )
+        let work = work(self.inner.clone(), opts);
+        promise(env, async move { work.await.map(NativeResult::from) })
     }
 
     #[napi(ts_return_type = "Promise<NativeResult>")]
@@ -298,8 +296,8 @@ impl NativeSandbox {
         on_stdout: Option<ChunkFn>,
         on_stderr: Option<ChunkFn>,
     ) -> napi::Result<PromiseRaw<'e, NativeResult>> {
-        self.box_call(env, call, (on_stdout, on_stderr), |s, opts| async move {
-            s.run(command, opts).await
+        self.box_call(env, call, (on_stdout, on_stderr), |s, opts| {
+            s.run(command, opts)
         })
     }
 

@@ -6,10 +6,10 @@
 //! its own process group so one `killpg` reaches kern and everything it did not move elsewhere.
 
 use std::ffi::OsString;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::{mpsc, OnceLock};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use tokio::io::AsyncReadExt;
@@ -78,29 +78,52 @@ struct SpawnRequest {
     reply: oneshot::Sender<std::io::Result<Spawned>>,
 }
 
-/// The forking threads: started once, never exit (the sender lives in a static). More than one:
-/// a vfork parent waits until its child has exec'd, so one thread made every concurrent call
-/// queue behind each exec (measured with 64 parallel calls: 22% of 2 cores idle; two threads,
-/// 10% idle and ~20% more calls/s).
-fn spawner() -> &'static std::sync::Mutex<mpsc::Sender<SpawnRequest>> {
-    static TX: OnceLock<std::sync::Mutex<mpsc::Sender<SpawnRequest>>> = OnceLock::new();
-    TX.get_or_init(|| {
-        let (tx, rx) = mpsc::channel::<SpawnRequest>();
-        let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
+/// The forking threads' queue: started once, never exit (the queue lives in a static). More than
+/// one thread: a vfork parent waits until its child has exec'd, so one thread made every
+/// concurrent call queue behind each exec (measured with 64 parallel calls: 22% of 2 cores idle;
+/// two threads, 10% idle and ~20% more calls/s). A request wakes one idle thread only (a channel's
+/// receiver shared under a mutex woke the other thread too on every spawn, to wait on the lock).
+struct Spawner {
+    queue: std::sync::Mutex<std::collections::VecDeque<SpawnRequest>>,
+    more: std::sync::Condvar,
+}
+
+impl Spawner {
+    fn next(&self) -> SpawnRequest {
+        let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if let Some(req) = q.pop_front() {
+                return req;
+            }
+            q = self.more.wait(q).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    fn push(&self, req: SpawnRequest) {
+        self.queue
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push_back(req);
+        self.more.notify_one();
+    }
+}
+
+fn spawner() -> &'static Spawner {
+    static QUEUE: OnceLock<&'static Spawner> = OnceLock::new();
+    QUEUE.get_or_init(|| {
+        let q: &'static Spawner = Box::leak(Box::new(Spawner {
+            queue: Default::default(),
+            more: std::sync::Condvar::new(),
+        }));
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4));
         for _ in 0..threads {
-            let rx = rx.clone();
             std::thread::Builder::new()
                 .name("kern-sandbox-spawner".into())
                 .spawn(move || {
                     launch::block_signals_on_this_thread();
                     let mut launcher = launch::Launcher::new();
                     loop {
-                        // A statement of its own: the lock is held only while waiting (in a
-                        // `while let` head it would last through the spawn).
-                        let Ok(req) = rx.lock().unwrap_or_else(|p| p.into_inner()).recv() else {
-                            break;
-                        };
+                        let req = q.next();
                         let spec = launch::Spec {
                             program: req.program.as_os_str(),
                             args: &req.args,
@@ -121,12 +144,36 @@ fn spawner() -> &'static std::sync::Mutex<mpsc::Sender<SpawnRequest>> {
                 })
                 .expect("spawn the kern-sandbox spawner thread");
         }
-        std::sync::Mutex::new(tx)
+        q
     })
 }
 
-/// Starts kern from a spawner thread, handing it the started pipe's write end; the box's stdin
-/// is `stdin` (the read end of our pipe) or /dev/null.
+/// Hands kern's start to a spawner thread now, with the started pipe's write end; the box's stdin
+/// is `stdin` (the read end of our pipe) or /dev/null. The answer comes on the returned channel.
+fn request_spawn(
+    kern: &Path,
+    args: &[OsString],
+    enforce_limits: bool,
+    started_w: OwnedFd,
+    stdin: Option<OwnedFd>,
+) -> oneshot::Receiver<std::io::Result<Spawned>> {
+    let mut env = vec![("KERN_STARTED_FD", started_w.as_raw_fd().to_string())];
+    if !enforce_limits {
+        env.push(("KERN_NO_SCOPE", "1".to_string()));
+    }
+    let (reply, rx) = oneshot::channel();
+    spawner().push(SpawnRequest {
+        program: kern.to_path_buf(),
+        args: args.to_vec(),
+        env,
+        keep_fd: started_w,
+        stdin,
+        reply,
+    });
+    rx
+}
+
+/// Starts kern from a spawner thread (see [`request_spawn`]) and waits for it to have exec'd.
 async fn spawn_kern_with(
     kern: &Path,
     args: &[OsString],
@@ -134,25 +181,8 @@ async fn spawn_kern_with(
     started_w: OwnedFd,
     stdin: Option<OwnedFd>,
 ) -> std::io::Result<Spawned> {
-    let mut env = vec![("KERN_STARTED_FD", started_w.as_raw_fd().to_string())];
-    if !enforce_limits {
-        env.push(("KERN_NO_SCOPE", "1".to_string()));
-    }
-    let (reply, rx) = oneshot::channel();
-    let req = SpawnRequest {
-        program: kern.to_path_buf(),
-        args: args.to_vec(),
-        env,
-        keep_fd: started_w,
-        stdin,
-        reply,
-    };
-    spawner()
-        .lock()
-        .map_err(|_| std::io::Error::other("spawner poisoned"))?
-        .send(req)
-        .map_err(|_| std::io::Error::other("spawner thread is gone"))?;
-    rx.await
+    request_spawn(kern, args, enforce_limits, started_w, stdin)
+        .await
         .map_err(|_| std::io::Error::other("spawner dropped the request"))?
 }
 
@@ -184,6 +214,8 @@ pub struct Booted {
     started: OwnedFd,
     /// The box's stdin when it was started with a pipe there (a ready box's waiter reads it).
     pub stdin: Option<pipe::Sender>,
+    /// The box's init, when it was found before the call (a ready box's waiter).
+    pub init: Option<workload::Init>,
 }
 
 /// Starts kern with `args` and tracks the box; its stdin is a pipe of ours (`with_stdin`) or
@@ -196,6 +228,33 @@ pub async fn boot(
     env_id: usize,
     with_stdin: bool,
 ) -> Result<Booted> {
+    start(kern, name, args, enforce_limits, env_id, with_stdin)?
+        .booted()
+        .await
+}
+
+/// A kern start handed to a spawner thread, before its answer: what [`Pending::booted`] needs to
+/// track and wrap the box once kern has exec'd.
+pub struct Pending {
+    kern: PathBuf,
+    name: String,
+    env_id: usize,
+    started: OwnedFd,
+    stdin: Option<OwnedFd>,
+    reply: oneshot::Receiver<std::io::Result<Spawned>>,
+}
+
+/// Hands kern's start (`args`) to a spawner thread now, without waiting: a caller on the JS
+/// thread starts the box without a hop through a tokio worker first. Its stdin is a pipe of ours
+/// (`with_stdin`) or /dev/null.
+pub fn start(
+    kern: &Path,
+    name: &str,
+    args: &[OsString],
+    enforce_limits: bool,
+    env_id: usize,
+    with_stdin: bool,
+) -> Result<Pending> {
     let flags = rustix::pipe::PipeFlags::CLOEXEC;
     let pipe_err = |e: rustix::io::Errno| Error::io("could not create a pipe for kern", e.into());
     let (started_r, started_w) = rustix::pipe::pipe_with(flags).map_err(pipe_err)?;
@@ -205,35 +264,61 @@ pub async fn boot(
             .map_err(pipe_err)?,
         false => (None, None),
     };
-    let spawned = spawn_kern_with(kern, args, enforce_limits, started_w, stdin_r)
-        .await
-        .map_err(|e| Error::sandbox(format!("could not execute kern ({}): {e}", kern.display())))?;
-    // Tracked and reaped from here on, whatever fails next.
-    let live = boxes::track(env_id, spawned.pid, name, kern);
-    let reaper = Reaper::new(spawned.pid);
-    let talk = |e| Error::io("could not talk to kern", e);
-    let stdin = stdin_w.map(pipe::Sender::from_owned_fd).transpose();
-    let stdout = pipe::Receiver::from_owned_fd(spawned.stdout);
-    let stderr = pipe::Receiver::from_owned_fd(spawned.stderr);
-    let mut booted = Booted {
-        name: name.to_string(),
+    Ok(Pending {
         kern: kern.to_path_buf(),
-        pgid: spawned.pid,
-        reaper,
-        _live: live,
-        stdout: stdout.map_err(talk)?,
-        stderr: stderr.map_err(talk)?,
+        name: name.to_string(),
+        env_id,
         started: started_r,
-        stdin: None,
-    };
-    match stdin {
-        Ok(s) => booted.stdin = s,
-        Err(e) => {
-            booted.discard().await;
-            return Err(talk(e));
+        stdin: stdin_w,
+        reply: request_spawn(kern, args, enforce_limits, started_w, stdin_r),
+    })
+}
+
+impl Pending {
+    /// Waits for kern to have exec'd, then tracks the box (reaped from here on, whatever fails
+    /// next).
+    pub async fn booted(self) -> Result<Booted> {
+        let Pending {
+            kern,
+            name,
+            env_id,
+            started,
+            stdin: stdin_w,
+            reply,
+        } = self;
+        let spawned = reply
+            .await
+            .unwrap_or_else(|_| Err(std::io::Error::other("spawner dropped the request")))
+            .map_err(|e| {
+                Error::sandbox(format!("could not execute kern ({}): {e}", kern.display()))
+            })?;
+        let live = boxes::track(env_id, spawned.pid, &name, &kern);
+        let reaper = Reaper::new(spawned.pid);
+        let talk = |e| Error::io("could not talk to kern", e);
+        let stdin = stdin_w.map(pipe::Sender::from_owned_fd).transpose();
+        let stdout = pipe::Receiver::from_owned_fd(spawned.stdout);
+        let stderr = pipe::Receiver::from_owned_fd(spawned.stderr);
+        let mut booted = Booted {
+            name,
+            kern,
+            pgid: spawned.pid,
+            reaper,
+            _live: live,
+            stdout: stdout.map_err(talk)?,
+            stderr: stderr.map_err(talk)?,
+            started,
+            stdin: None,
+            init: None,
+        };
+        match stdin {
+            Ok(s) => booted.stdin = s,
+            Err(e) => {
+                booted.discard().await;
+                return Err(talk(e));
+            }
         }
+        Ok(booted)
     }
-    Ok(booted)
 }
 
 impl Booted {
@@ -267,6 +352,7 @@ pub async fn supervise(b: Booted, l: Watch<'_>, t0: Instant) -> BoxRun {
         stderr,
         started: started_r,
         stdin,
+        init,
     } = b;
     drop(stdin);
     let (kern, name) = (kern.as_path(), name.as_str());
@@ -289,6 +375,11 @@ pub async fn supervise(b: Booted, l: Watch<'_>, t0: Instant) -> BoxRun {
             }
         }
     };
+    // After an early result kern's teardown goes on, and kern writes its started byte (and may
+    // write more) on the way: read ends of its pipes are held until it has exited, or such a write
+    // would kill it with SIGPIPE halfway through its teardown (seen on every other early call).
+    let held =
+        [stdout.as_fd(), stderr.as_fd(), started_r.as_fd()].map(|fd| fd.try_clone_to_owned().ok());
     let io = async {
         tokio::join!(
             pump(stdout, l.cap, l.on_stdout, drained(drain_rx.clone()), false),
@@ -304,7 +395,12 @@ pub async fn supervise(b: Booted, l: Watch<'_>, t0: Instant) -> BoxRun {
         let mut early = false;
         let status = tokio::select! {
             s = child.wait() => Some(s),
-            code = workload::exited(pgid) => { early = true; Some(code << 8) }
+            code = async {
+                match init {
+                    Some(init) => workload::init_exited(init).await,
+                    None => workload::exited(pgid).await,
+                }
+            } => { early = true; Some(code << 8) }
             _ = tokio::time::sleep(l.timeout) => { timed_out = true; None }
             _ = l.cancel.fired() => { stop_reason = l.cancel.reason(); None }
         };
@@ -348,7 +444,7 @@ pub async fn supervise(b: Booted, l: Watch<'_>, t0: Instant) -> BoxRun {
             name.to_string(),
             pgid,
             child,
-            _live,
+            (_live, held),
         ))
     });
     BoxRun {
@@ -365,13 +461,14 @@ pub async fn supervise(b: Booted, l: Watch<'_>, t0: Instant) -> BoxRun {
 }
 
 /// kern's own teardown after a call resolved early: waited for (bounded), then forced, so the box
-/// is tracked until kern is gone and nothing of it outlives the session.
+/// is tracked (and its pipes' read ends held) until kern is gone and nothing of it outlives the
+/// session.
 async fn finish_teardown(
     kern: PathBuf,
     name: String,
     pgid: i32,
     mut child: Reaper,
-    live: boxes::BoxGuard,
+    live: (boxes::BoxGuard, [Option<OwnedFd>; 3]),
 ) {
     if tokio::time::timeout(TEARDOWN_BUDGET, child.wait())
         .await

@@ -120,6 +120,42 @@ pub async fn exited(kern: i32) -> i32 {
     }
 }
 
+/// A box's init that has exec'd, found ahead of its call: a ready box's waiter. [`exited`] looks
+/// for the init only from a millisecond into the call, and a workload handed to a waiter can be
+/// over by then, its init reaped by kern, and the call left to wait for kern's teardown.
+pub struct Init {
+    pidfd: OwnedFd,
+}
+
+/// The init of kern's box, once it runs a command of its own (not kern's setup); None when there
+/// is none or this kernel cannot report its exit.
+pub fn find_init(kern: i32) -> Option<Init> {
+    if !supported() {
+        return None;
+    }
+    let kern_comm = comm(kern)?;
+    let pid = box_init(kern)?;
+    let pidfd = pidfd_open(pid)?;
+    // The pid could have been reaped and reused between the look and the open.
+    if !is_ns_init(pid) || comm(pid)? == kern_comm {
+        return None;
+    }
+    Some(Init { pidfd })
+}
+
+/// [`exited`] for an init found ahead ([`find_init`]).
+pub async fn init_exited(init: Init) -> i32 {
+    // SAFETY: the pidfd is ours alone and registered once.
+    let pidfd = unsafe { AsyncFd::register(init.pidfd) }.ok();
+    match pidfd {
+        Some(fd) => match exit_code(&fd).await {
+            Some(code) => code,
+            None => std::future::pending().await,
+        },
+        None => std::future::pending().await,
+    }
+}
+
 async fn watch(kern: i32) -> Option<i32> {
     // kern takes milliseconds to start a box: a call that is over sooner (a fake kern, a failed
     // start) never pays for a look.
@@ -162,6 +198,11 @@ async fn watch(kern: i32) -> Option<i32> {
             return None;
         }
     }
+    exit_code(&pidfd).await
+}
+
+/// The exit code of the init behind `pidfd` once it has exited normally with a code under 128.
+async fn exit_code(pidfd: &AsyncFd<OwnedFd>) -> Option<i32> {
     let _ = pidfd.readable().await.ok()?;
     // Readable at exit; the status is there once kern has reaped it, microseconds later.
     let deadline = tokio::time::Instant::now() + REAP_WAIT;

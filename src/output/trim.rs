@@ -20,6 +20,11 @@ pub fn release_freed_memory() {
     }
 }
 
+/// Whether the next call will trim (a call read a lot since the last trim).
+pub fn pending() -> bool {
+    BIG_OUTPUT.load(Ordering::Acquire)
+}
+
 /// A call read `total` bytes of output: past [`BIG`], the memory that held them is trimmed later
 /// (floods past the cap still passed through, and were freed from, our buffers).
 pub fn after_output(total: usize) {

@@ -35,6 +35,8 @@ use pool::{Pool, Request};
 /// argv string to 128 KiB, its NUL included.
 const INLINE_CODE_MAX: usize = 100 * 1024;
 const SETUP_MIN_TIMEOUT_S: f64 = 120.0;
+/// How long after a call's box has ended its ready box's replacement starts.
+const REFILL_AFTER: Duration = Duration::from_millis(3);
 /// kern's own deadline for a kernel box: the kernel's close() or a cell's timeout ends it first.
 const KERNEL_BACKSTOP_S: f64 = 24.0 * 3600.0;
 /// A kernel gets at least this long to come up (interpreter start on a cold image cache).
@@ -340,8 +342,97 @@ impl Session {
         )))
     }
 
-    pub async fn run(self: &Arc<Self>, command: Vec<String>, opts: CallOptions) -> Result<Outcome> {
-        self.exec(command, opts, Use::Exec).await
+    /// A `run()` call. Called on the JS thread: when nothing in the way needs waiting for (no
+    /// ready boxes, the file index current in a few syscalls), its box is handed to a spawner
+    /// thread before this returns, sparing the hop through a tokio worker before the start.
+    pub fn run(
+        self: &Arc<Self>,
+        command: Vec<String>,
+        mut opts: CallOptions,
+    ) -> impl std::future::Future<Output = Result<Outcome>> + Send + 'static {
+        let started = self.start_now(&command, &mut opts);
+        let me = self.clone();
+        async move {
+            match started {
+                Some(s) => me.finish_started(s, opts).await,
+                None => me.exec(command, opts, Use::Exec).await,
+            }
+        }
+    }
+
+    /// [`Session::exec`]'s steps up to the box's start, done in place when each is a few
+    /// syscalls; None (nothing done) when one of them is not, and the call takes the async path.
+    fn start_now(&self, command: &[String], opts: &mut CallOptions) -> Option<StartedCall> {
+        self.check_call(command).ok()?;
+        let opened = self.opened().ok()?;
+        if opened.pool.is_some() || crate::output::trim::pending() {
+            return None;
+        }
+        let timeout_s = opts.timeout_s.unwrap_or(self.cfg.timeout_s);
+        let call = opts
+            .call
+            .take()
+            .unwrap_or_else(|| self.calls.register(None));
+        // A stopped call, or a window that needs more than a few syscalls: the async path, with
+        // the call as registered.
+        let window = match call.cancel.reason() {
+            Some(_) => Err(()),
+            None if self.cfg.track_files => {
+                FileWindow::open_now(&opened, call.id()).map(Some).ok_or(())
+            }
+            None => Ok(None),
+        };
+        let Ok(window) = window else {
+            opts.call = Some(call);
+            return None;
+        };
+        let t0 = std::time::Instant::now();
+        let name = box_name();
+        let args = self.box_args(&opened, &name, command, false, timeout_s);
+        let pending = spawn::start(
+            &self.cfg.kern,
+            &name,
+            &args,
+            self.cfg.enforce_limits,
+            self.env_id,
+            false,
+        );
+        Some(StartedCall {
+            opened,
+            call,
+            window,
+            timeout_s,
+            pending,
+            t0,
+        })
+    }
+
+    /// The rest of a call whose box [`Session::start_now`] started: as [`Session::exec`] goes on.
+    async fn finish_started(&self, s: StartedCall, opts: CallOptions) -> Result<Outcome> {
+        let StartedCall {
+            opened: _opened,
+            call,
+            window,
+            timeout_s,
+            pending,
+            t0,
+        } = s;
+        let watch = Watch {
+            cap: self.cfg.max_output,
+            timeout: Duration::from_secs_f64(timeout_s),
+            on_stdout: opts.on_stdout,
+            on_stderr: opts.on_stderr,
+            cancel: &call.cancel,
+        };
+        let run = match pending {
+            Ok(p) => match p.booted().await {
+                Ok(b) => Ok(spawn::supervise(b, watch, t0).await),
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        };
+        let run = self.after_box(run).await;
+        self.finish_call(run, window, timeout_s).await
     }
 
     /// `code` is the prepared cell (JSON, lib/jscell.js) for JavaScript, the source otherwise.
@@ -554,6 +645,16 @@ impl Session {
         let run = self
             .run_in_box(&opened, &command, usage, timeout_s, sinks, &call.cancel)
             .await;
+        self.finish_call(run, window, timeout_s).await
+    }
+
+    /// A call's end once its box has: the file window closed, the result made.
+    async fn finish_call(
+        &self,
+        run: Result<BoxRun>,
+        window: Option<FileWindow>,
+        timeout_s: f64,
+    ) -> Result<Outcome> {
         let files = match window {
             Some(w) => w.close().await,
             None => Ok(Vec::new()),
@@ -625,8 +726,8 @@ impl Session {
     /// Runs `command` in a fresh box of this session, until it ends, times out or is stopped: a
     /// ready box when one can take it, else one started now.
     async fn run_in_box(
-        &self,
-        opened: &Opened,
+        self: &Arc<Self>,
+        opened: &Arc<Opened>,
         command: &[String],
         usage: Use,
         timeout_s: f64,
@@ -672,24 +773,31 @@ impl Session {
                 .await
             }
         };
-        let run = match run {
-            Ok(mut r) => {
-                if let Some(t) = r.teardown.take() {
-                    self.outlive(t).await;
-                }
-                Ok(r)
-            }
-            e => e,
-        };
+        let run = self.after_box(run).await;
         // Refilled once the call is done: a box starting beside it would take CPU from it. A
         // call that found none while some were starting came faster than they start: more
-        // starts would only compete with the next calls for the CPU.
+        // starts would only compete with the next calls for the CPU. The starts wait a moment:
+        // the call still reads and removes its files and hands its result to JS (strace: a kern
+        // started right away began while a ready runCode's last ~2 ms were still to go).
         if let Some(pool) = pool {
             if hit || !pool.starting() {
-                self.refill(opened, pool);
+                let (me, opened, pool) = (self.clone(), opened.clone(), pool.clone());
+                crate::task::spawn(async move {
+                    tokio::time::sleep(REFILL_AFTER).await;
+                    me.refill(&opened, &pool);
+                });
             }
         }
         run
+    }
+
+    /// A box's run, its teardown (when the call resolved before kern's exit) handed on.
+    async fn after_box(&self, run: Result<BoxRun>) -> Result<BoxRun> {
+        let mut r = run?;
+        if let Some(t) = r.teardown.take() {
+            self.outlive(t).await;
+        }
+        Ok(r)
     }
 
     /// Lets a box's teardown finish after its call has resolved; close() waits for it (as for a
@@ -840,6 +948,17 @@ impl Opened {
     }
 }
 
+/// A call whose box [`Session::start_now`] handed to a spawner thread.
+struct StartedCall {
+    /// Held through the call, as [`Session::exec`] holds it.
+    opened: Arc<Opened>,
+    call: Call,
+    window: Option<FileWindow>,
+    timeout_s: f64,
+    pending: Result<spawn::Pending>,
+    t0: std::time::Instant,
+}
+
 /// One call's window on the workspace's file changes. Dropped before [`FileWindow::close`] (the
 /// call failed or panicked), it stops collecting them.
 struct FileWindow {
@@ -852,6 +971,23 @@ impl FileWindow {
     async fn open(opened: &Arc<Opened>, call: u64) -> Result<FileWindow> {
         opened.track(move |live, ws| live.begin(ws, call)).await?;
         Ok(FileWindow {
+            opened: opened.clone(),
+            call,
+        })
+    }
+
+    /// [`FileWindow::open`] in place on the JS thread, when that is a handful of syscalls (the
+    /// index is built and watching, nothing queued, and no other call is using it); None, and
+    /// nothing begun, otherwise.
+    fn open_now(opened: &Arc<Opened>, call: u64) -> Option<FileWindow> {
+        let mut g = match opened.files.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        let live = g.as_mut().filter(|l| l.is_quiet())?;
+        live.begin(&opened.ws, call);
+        Some(FileWindow {
             opened: opened.clone(),
             call,
         })

@@ -17,6 +17,7 @@ use tokio::sync::{watch, Notify};
 
 use crate::kernel::rich::RUNNER;
 use crate::lifecycle::spawn::{self, Booted};
+use crate::lifecycle::workload;
 
 /// A ready box nobody took within this long is stopped (and not replaced until the next call).
 pub const IDLE: Duration = Duration::from_secs(60);
@@ -329,6 +330,9 @@ impl Pool {
             booted.discard().await;
             return None;
         }
+        // The waiter is the box's init: found now, its exit ends the call without waiting for
+        // kern's teardown however soon the workload is over.
+        booted.init = workload::find_init(booted.pgid);
         Some(Ready {
             booted,
             kind,

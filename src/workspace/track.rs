@@ -185,13 +185,23 @@ impl LiveIndex {
     /// re-reading many paths: then callers need not leave the async runtime for it.
     pub fn is_cheap(&self) -> bool {
         const QUEUED_MAX: i32 = 16 * 1024; // about 500 events
-        let Some(fd) = self.inotify.as_ref().filter(|_| self.built) else {
-            return false;
-        };
+        self.queued().is_some_and(|q| q < QUEUED_MAX)
+    }
+
+    /// Whether a sync is one read that finds nothing (watching, no event queued): cheap enough
+    /// for the JS thread. A single event can mean a walk (a directory moved in, a name that is not
+    /// UTF-8), which must not stall the event loop.
+    pub fn is_quiet(&self) -> bool {
+        self.queued() == Some(0)
+    }
+
+    /// The bytes of events waiting, when the index is built and watching (else a sync walks).
+    fn queued(&self) -> Option<i32> {
+        let fd = self.inotify.as_ref().filter(|_| self.built)?;
         let mut queued: libc::c_int = 0;
         // SAFETY: FIONREAD writes one int.
         let r = unsafe { libc::ioctl(fd.as_raw_fd(), libc::FIONREAD, &mut queued) };
-        r == 0 && queued < QUEUED_MAX
+        (r == 0).then_some(queued)
     }
 
     /// Brings the index up to date and starts remembering changes for `call`.
