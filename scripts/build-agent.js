@@ -17,6 +17,7 @@ const fs = require('node:fs')
 const path = require('node:path')
 const cp = require('node:child_process')
 
+const { cargoExecutable } = require('./cargo-exe.js')
 const musl = require('./musl-target.js')
 
 const repo = path.resolve(__dirname, '..')
@@ -62,18 +63,8 @@ function cargoCommand(arch, triple) {
 function cargoBuild(o) {
   const triple = TRIPLES[o.arch]
   const args = [cargoCommand(o.arch, triple), '-p', 'kern-sandbox-agent', '--target', triple]
-  args.push('--profile', o.debug ? 'dev' : 'agent', '--message-format', 'json-render-diagnostics')
-  const r = cp.spawnSync('cargo', args, { cwd: repo, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] })
-  if (r.status !== 0) throw new Error(`cargo ${args.join(' ')} failed (exit ${r.status})`)
-  const exe = r.stdout
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l))
-    .filter((m) => m.reason === 'compiler-artifact' && m.target.name === 'kern-sandbox-agent' && m.executable)
-    .map((m) => m.executable)
-    .pop()
-  if (!exe) throw new Error('cargo built no kern-sandbox-agent executable')
-  return exe
+  args.push('--profile', o.debug ? 'dev' : 'agent')
+  return cargoExecutable(repo, args, 'kern-sandbox-agent')
 }
 
 function main() {

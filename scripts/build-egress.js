@@ -19,8 +19,7 @@
 
 const fs = require('node:fs')
 const path = require('node:path')
-const cp = require('node:child_process')
-
+const { cargoExecutable } = require('./cargo-exe.js')
 const { hostTarget, describe } = require('./targets.js')
 
 const repo = path.resolve(__dirname, '..')
@@ -44,18 +43,8 @@ function cargoBuild(o) {
   const args = o.target
     ? ['zigbuild', '--target', o.target.buildTarget, '--target-dir', path.join(repo, 'target', 'cross')]
     : ['build']
-  args.push('-p', NAME, '--profile', o.debug ? 'dev' : 'release', '--message-format', 'json-render-diagnostics')
-  const r = cp.spawnSync('cargo', args, { cwd: repo, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] })
-  if (r.status !== 0) throw new Error(`cargo ${args.join(' ')} failed (exit ${r.status})`)
-  const exe = r.stdout
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l))
-    .filter((m) => m.reason === 'compiler-artifact' && m.target.name === NAME && m.executable)
-    .map((m) => m.executable)
-    .pop()
-  if (!exe) throw new Error(`cargo built no ${NAME} executable`)
-  return exe
+  args.push('-p', NAME, '--profile', o.debug ? 'dev' : 'release')
+  return cargoExecutable(repo, args, NAME)
 }
 
 function main() {
