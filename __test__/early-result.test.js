@@ -45,6 +45,27 @@ test('output written at interpreter exit (atexit) is in the result', async (t) =
   assert.equal(r.fault, null)
 })
 
+test("the cell's own reference cycles are still collected at a normal exit: their finalizers run and their files flush", async (t) => {
+  // What the interpreter held before the cell is kept out of the exit's collection (the runner
+  // freezes it); what the cell made is not.
+  const sbx = await openSandbox(t)
+  const code = [
+    'class Node:',
+    '    def __del__(self):',
+    "        print('finalized', flush=True)",
+    'a, b = Node(), Node()',
+    'a.peer, b.peer = b, a',
+    "a.log = open('cycle.txt', 'w')",
+    "a.log.write('y' * 50000)",
+    'del a, b',
+    "print('done')",
+  ].join('\n')
+  const r = await sbx.runCode(code)
+  assert.equal(r.exitCode, 0, r.stderr)
+  assert.equal(r.stdout, 'done\nfinalized\nfinalized\n')
+  assert.equal((await sbx.readFile('cycle.txt')).length, 50000)
+})
+
 test('exit codes, signal deaths and their faults are what kern reports', async (t) => {
   const sbx = await openSandbox(t)
   for (const [code, want] of [
