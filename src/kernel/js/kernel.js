@@ -26,7 +26,8 @@ function reopen(fd, flags, fallback) {
   }
 }
 
-const ctrlIn = reopen(3, C.O_RDONLY, true)
+// Non-blocking (libuv makes a pipe so anyway): linger() reads it past libuv.
+const ctrlIn = reopen(3, C.O_RDONLY | C.O_NONBLOCK, true)
 const ctrlOut = reopen(4, C.O_WRONLY, true)
 const rawFds = [
   [reopen(5, C.O_RDONLY | C.O_NONBLOCK, false), 0x6f],
@@ -300,8 +301,12 @@ async function pump() {
 // an immediate is pending, which would run late. What it reads goes through the loop as a frame
 // libuv read would, a turn later: timers come due meanwhile still fire before the next cell, and
 // a frame libuv reads first is taken after it. The clock, the check and the scheduling are the
-// driver's own copies (a cell may replace the globals), and the reads are counted as well.
+// driver's own copies (a cell may replace the globals), and the reads are counted as well. A host
+// slower than that (a person typing, cells with much output) finds the driver asleep anyway: after
+// a few lingers in a row found nothing, one in 16 is tried until one finds a frame.
 let lingering = false
+let lingerMisses = 0
+let lingerSkips = 0
 const LINGER_NS = 100_000n
 const LINGER_READS = 400
 const clock = process.hrtime.bigint
@@ -311,6 +316,8 @@ const activeResources = process.getActiveResourcesInfo
 function linger() {
   lingering = false
   if (busy || cell || queue.length || inbuf.length || typeof activeResources !== 'function') return
+  if (ctrlIn === 3) return // not reopened, so maybe blocking: a read could wait for the host
+  if (lingerMisses >= 4 && ++lingerSkips % 16 !== 0) return
   for (const what of activeResources()) if (what === 'Timeout' || what === 'Immediate') return
   const limit = Object.getOwnPropertyDescriptor(Error, 'stackTraceLimit')
   try {
@@ -333,6 +340,7 @@ function linger() {
     if (limit) Object.defineProperty(Error, 'stackTraceLimit', limit)
     else delete Error.stackTraceLimit
   }
+  lingerMisses = n > 0 ? 0 : lingerMisses + 1
   // End of file (n 0) is left for the control socket to find.
   if (n > 0) {
     inbuf = Buffer.from(scratch.subarray(0, n))
