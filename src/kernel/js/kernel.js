@@ -26,7 +26,8 @@ function reopen(fd, flags, fallback) {
   }
 }
 
-const ctrlIn = reopen(3, C.O_RDONLY, true)
+// Non-blocking (libuv makes a pipe so anyway): linger() reads it past libuv.
+const ctrlIn = reopen(3, C.O_RDONLY | C.O_NONBLOCK, true)
 const ctrlOut = reopen(4, C.O_WRONLY, true)
 const rawFds = [
   [reopen(5, C.O_RDONLY | C.O_NONBLOCK, false), 0x6f],
@@ -286,6 +287,65 @@ async function pump() {
     if (pending) await pending
   }
   busy = false
+  if (!lingering) {
+    lingering = true
+    later(linger)
+  }
+}
+
+// After a cell, the host's next frame (an agent's or a notebook's next cell, an interrupt) often
+// comes within tens of microseconds, and node sleeping in epoll for it and being woken again cost
+// more than the rest of a short cell's round trip. So once the cell and what it queued have run
+// (this is an immediate: microtasks and the cell's own immediates went first), the control pipe
+// is read without blocking for up to LINGER_NS before the loop may sleep; never while a timer or
+// an immediate is pending, which would run late. What it reads goes through the loop as a frame
+// libuv read would, a turn later: timers come due meanwhile still fire before the next cell, and
+// a frame libuv reads first is taken after it. The clock, the check and the scheduling are the
+// driver's own copies (a cell may replace the globals), and the reads are counted as well. A host
+// slower than that (a person typing, cells with much output) finds the driver asleep anyway: after
+// a few lingers in a row found nothing, one in 16 is tried until one finds a frame.
+let lingering = false
+let lingerMisses = 0
+let lingerSkips = 0
+const LINGER_NS = 100_000n
+const LINGER_READS = 400
+const clock = process.hrtime.bigint
+const later = setImmediate
+const activeResources = process.getActiveResourcesInfo
+
+function linger() {
+  lingering = false
+  if (busy || cell || queue.length || inbuf.length || typeof activeResources !== 'function') return
+  if (ctrlIn === 3) return // not reopened, so maybe blocking: a read could wait for the host
+  if (lingerMisses >= 4 && ++lingerSkips % 16 !== 0) return
+  for (const what of activeResources()) if (what === 'Timeout' || what === 'Immediate') return
+  const limit = Object.getOwnPropertyDescriptor(Error, 'stackTraceLimit')
+  try {
+    // An empty pipe answers EAGAIN, thrown with a stack: see drainRaw.
+    Object.defineProperty(Error, 'stackTraceLimit', { value: 0, writable: false, configurable: true })
+  } catch {
+    return // a cell made it unconfigurable: each read would cost tens of microseconds
+  }
+  const end = clock() + LINGER_NS
+  let n = -1
+  try {
+    for (let reads = 0; n < 0 && reads < LINGER_READS && clock() < end; reads++) {
+      try {
+        n = fs.readSync(ctrlIn, scratch, 0, scratch.length, null)
+      } catch {
+        n = -1 // EAGAIN: nothing yet
+      }
+    }
+  } finally {
+    if (limit) Object.defineProperty(Error, 'stackTraceLimit', limit)
+    else delete Error.stackTraceLimit
+  }
+  lingerMisses = n > 0 ? 0 : lingerMisses + 1
+  // End of file (n 0) is left for the control socket to find.
+  if (n > 0) {
+    inbuf = Buffer.from(scratch.subarray(0, n))
+    later(onControl, EMPTY)
+  }
 }
 
 /** Frames of the control channel; `chunk` is a view of a read buffer that the next read reuses,
