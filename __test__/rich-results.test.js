@@ -265,6 +265,32 @@ test('an uncaught exception: exit 1, no fault, a traceback of the user code only
   assert.match(s.stderr, /SyntaxError/)
 })
 
+test("how the runner compiles a cell is not the cell's business: names, lines, source, no tracer left", async () => {
+  const cell = /\/workspace\/\.cell-[0-9a-f]{8}\.py/
+  // A nested function's frames carry the cell's file, its lines and their source text.
+  const r = await sbx.runCode(
+    'import inspect, sys\ndef outer():\n    def inner():\n        return 1 / 0\n    return inner()\n' +
+      'print(sys.gettrace(), inspect.getsource(outer).splitlines()[0])\nouter()',
+  )
+  assert.equal(r.stdout, 'None def outer():\n')
+  assert.match(r.stderr, /\.cell-[0-9a-f]{8}\.py", line 7, in <module>\n {4}outer\(\)/)
+  assert.match(r.stderr, /\.cell-[0-9a-f]{8}\.py", line 4, in inner\n {4}return 1 \/ 0/)
+  assert.match(r.stderr, /ZeroDivisionError/)
+  // A syntax error names the cell's file and line, whether the cell fails to parse anywhere or
+  // only as a whole (a __future__ import after a statement).
+  for (const [code, line] of [
+    ['x = 1\ny = (', 2],
+    ['x = 1\nfrom __future__ import annotations', 2],
+  ]) {
+    const s = await sbx.runCode(code)
+    assert.equal(s.exitCode, 1, code)
+    assert.equal(s.error.name, 'SyntaxError', code)
+    assert.match(s.stderr, cell, code)
+    assert.match(s.stderr, new RegExp(`line ${line}`), code)
+    assert.doesNotMatch(s.stderr, /<string>/, code)
+  }
+})
+
 test('an uncaught KeyboardInterrupt exits as plain python3 does', async () => {
   const plain = await sbx.run(['python3', '-c', 'raise KeyboardInterrupt'])
   const r = await sbx.runCode('raise KeyboardInterrupt')

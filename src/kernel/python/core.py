@@ -23,7 +23,7 @@ def _split_tail(src, filename, assigns=None):
     while last >= 0 and (not lines[last].strip() or lines[last].lstrip().startswith("#")):
         last -= 1
     if last < 0:
-        return compile(src, filename, "exec"), None
+        return _compile(src, filename, "exec"), None
     if ";" in lines[last]:
         return _split_tail_ast(src, filename, quiet=lines[last].rstrip().endswith(";"))
     for k in range(last, max(-1, last - 64), -1):
@@ -33,21 +33,21 @@ def _split_tail(src, filename, assigns=None):
         pad = "\n" * k
         tail = pad + "".join(lines[k:])
         try:
-            body = compile("".join(lines[:k]), filename, "exec") if k else _EMPTY
+            body = _try_compile("".join(lines[:k]), filename, "exec") if k else _empty()
         except SyntaxError:
             continue
         word = lines[k].split(None, 1)[0].split("(", 1)[0].rstrip(":")
         if word[:1] != "@" and word not in _STATEMENT_WORDS and not (assigns and assigns(line)):
             try:
-                return body, compile(tail, filename, "eval")
+                return body, _try_compile(tail, filename, "eval")
             except SyntaxError:
                 pass
         try:
-            last_stmt = compile(tail, filename, "exec")
+            last_stmt = _try_compile(tail, filename, "exec")
         except SyntaxError:
             continue
         # The last statement is no expression; when it is the whole cell it is compiled already.
-        return (last_stmt if k == 0 else compile(src, filename, "exec")), None
+        return (last_stmt if k == 0 else _compile(src, filename, "exec")), None
     return _split_tail_ast(src, filename)
 
 
@@ -58,7 +58,17 @@ _STATEMENT_WORDS = frozenset(
 )
 
 
-_EMPTY = compile("", "<cell>", "exec")
+# How the split compiles: `_try_compile` where a SyntaxError only means "not split here", `_compile`
+# where it is the cell's own error. The builtin here (the warm kernel's); the one-shot runner
+# replaces both with a faster way for a process that compiles only a cell or two.
+_try_compile = _compile = compile
+_EMPTY = []  # the empty cell's code, compiled on first use
+
+
+def _empty():
+    if not _EMPTY:
+        _EMPTY.append(_compile("", "<cell>", "exec"))
+    return _EMPTY[0]
 
 
 def _private_dirs():

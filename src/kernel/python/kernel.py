@@ -161,7 +161,7 @@ def _assigns(line):
 _compiled = {}
 _COMPILED_ENTRIES = 64
 _COMPILED_SOURCE_MAX = 16 * 1024
-_CodeType = type(_EMPTY)
+_CodeType = type(_empty())
 
 
 def _renamed(code, name):

@@ -3,10 +3,53 @@
 # What few cells need is in /workspace/.cap-<id>.py: rare.py's helpers first, read and compiled
 # when one is called; after _CAP_MARK the capture code, compiled only when a cell has something
 # to capture. A plain cell pays for core.py and this file alone.
+from _imp import _fix_co_filename
+
 _CAP_MARK = "\n#:kern-capture:\n"
 _cap_ns = None
 _cap_rest = None
 _cap_path = None
+
+
+class _Got(BaseException):
+    """Raised by _try_compile's tracer at the compiled code's first frame, before it runs."""
+
+
+def _try_compile(src, filename, mode):
+    """compile(src, filename, mode), without compile(): CPython's first compile() in a process
+    creates the `ast` module's node types (~1 ms in a box) before it compiles anything, and a
+    one-shot runner compiles a cell or two. exec/eval of a string compile it the same way without
+    that, under the name "<string>"; a tracer takes the code at its first frame, before anything
+    runs, and the code (nested ones too) gets the cell's name. A SyntaxError it raises names
+    "<string>": fine where it only means "not split here"."""
+    got = []
+
+    def take(frame, event, arg):
+        got.append(frame.f_code)
+        raise _Got
+
+    was = sys.gettrace()
+    sys.settrace(take)
+    try:
+        (eval if mode == "eval" else exec)(src, {"__builtins__": builtins})
+    except _Got:
+        pass
+    finally:
+        sys.settrace(was)
+    if not got:  # no frame was traced (a tracer we cannot displace): the plain way
+        return compile(src, filename, mode)
+    code = got[0]
+    _fix_co_filename(code, filename)
+    return code
+
+
+def _compile(src, filename, mode):
+    """_try_compile, with a SyntaxError as compile() words it for the cell."""
+    try:
+        return _try_compile(src, filename, mode)
+    except SyntaxError:
+        pass
+    return compile(src, filename, mode)  # raised here, not chained to the first one
 
 
 def _rare():
