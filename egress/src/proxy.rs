@@ -354,6 +354,15 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Prefixed<S> {
 }
 
 /// A CONNECT that will not be served: its 403/502 with the one-line reason, and the event.
+/// Answers a CONNECT the policy let through; false when the client is already gone.
+async fn established(client: &mut Conn<UnixStream>) -> bool {
+    client
+        .io
+        .write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+        .await
+        .is_ok()
+}
+
 async fn refuse_connect(
     client: &mut Conn<UnixStream>,
     sh: &Shared,
@@ -396,12 +405,7 @@ async fn connect(mut client: Conn<UnixStream>, head: Head, sh: &Shared) {
     };
     let Some(rules) = policy.headers_for(&host).filter(|h| !h.is_empty()) else {
         // No rules: a tunnel, TLS untouched.
-        if client
-            .io
-            .write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n")
-            .await
-            .is_err()
-        {
+        if !established(&mut client).await {
             return;
         }
         let (io, pre) = client.into_parts();
@@ -442,12 +446,7 @@ async fn connect(mut client: Conn<UnixStream>, head: Head, sh: &Shared) {
             return refuse_connect(&mut client, sh, &host, port, why).await;
         }
     };
-    if client
-        .io
-        .write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n")
-        .await
-        .is_err()
-    {
+    if !established(&mut client).await {
         return;
     }
     let (io, pre) = client.into_parts();
