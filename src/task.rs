@@ -13,3 +13,8 @@ type Boxed<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 pub fn spawn<T: Send + 'static>(fut: impl Future<Output = T> + Send + 'static) -> JoinHandle<T> {
     tokio::spawn(Box::pin(fut) as Boxed<T>)
 }
+
+/// `tokio::task::spawn_blocking`, boxed likewise.
+pub fn spawn_blocking(f: Box<dyn FnOnce() + Send>) -> JoinHandle<()> {
+    tokio::task::spawn_blocking(f)
+}

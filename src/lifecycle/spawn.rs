@@ -393,14 +393,15 @@ pub async fn supervise(b: Booted, l: Watch<'_>, t0: Instant) -> BoxRun {
         let mut timed_out = false;
         let mut stop_reason = None;
         let mut early = false;
+        let mut held_ns = None;
         let status = tokio::select! {
             s = child.wait() => Some(s),
-            code = async {
+            (code, ns) = async {
                 match init {
                     Some(init) => workload::init_exited(init).await,
                     None => workload::exited(pgid).await,
                 }
-            } => { early = true; Some(code << 8) }
+            } => { early = true; held_ns = Some(ns); Some(code << 8) }
             _ = tokio::time::sleep(l.timeout) => { timed_out = true; None }
             _ = l.cancel.fired() => { stop_reason = l.cancel.reason(); None }
         };
@@ -422,10 +423,11 @@ pub async fn supervise(b: Booted, l: Watch<'_>, t0: Instant) -> BoxRun {
             Drain::Within(DRAIN_BUDGET)
         };
         let _ = drain_tx.send(Some(budget));
-        (status, timed_out, stop_reason, survivors, early)
+        (status, timed_out, stop_reason, survivors, held_ns)
     };
-    let ((status, timed_out, stop_reason, survivors, early), (stdout, stderr, started)) =
+    let ((status, timed_out, stop_reason, survivors, held_ns), (stdout, stderr, started)) =
         tokio::join!(life, io);
+    let early = held_ns.is_some();
     let exit_code = match (status, timed_out || stop_reason.is_some()) {
         (Some(s), false) => launch::exit_code(s),
         (Some(s), true) => launch::exit_code(s).max(crate::lifecycle::fault::EXIT_SIGKILL),
@@ -438,13 +440,13 @@ pub async fn supervise(b: Booted, l: Watch<'_>, t0: Instant) -> BoxRun {
     } else {
         started
     };
-    let teardown = early.then(|| {
+    let teardown = held_ns.map(|ns| {
         crate::task::spawn(finish_teardown(
             kern.to_path_buf(),
             name.to_string(),
             pgid,
             child,
-            (_live, held),
+            (_live, held, ns),
         ))
     });
     BoxRun {
@@ -462,13 +464,13 @@ pub async fn supervise(b: Booted, l: Watch<'_>, t0: Instant) -> BoxRun {
 
 /// kern's own teardown after a call resolved early: waited for (bounded), then forced, so the box
 /// is tracked (and its pipes' read ends held) until kern is gone and nothing of it outlives the
-/// session.
+/// session. The box's mount namespace is let go of last, so its unmounts run after kern's exit.
 async fn finish_teardown(
     kern: PathBuf,
     name: String,
     pgid: i32,
     mut child: Reaper,
-    live: (boxes::BoxGuard, [Option<OwnedFd>; 3]),
+    live: (boxes::BoxGuard, [Option<OwnedFd>; 3], workload::MountHold),
 ) {
     if tokio::time::timeout(TEARDOWN_BUDGET, child.wait())
         .await

@@ -14,6 +14,13 @@
 //! started byte, so faults are decided exactly as before. Anything this
 //! watcher cannot tell for sure (an older kernel, a box gone before it was seen) leaves the call
 //! on kern's exit, as without it.
+//!
+//! The box's mount namespace is held open from the host while its workload runs ([`MountHold`]).
+//! The last process to leave a mount namespace unmounts its whole tree, RCU grace period included,
+//! inside its own exit and before its parent (or a pidfd) hears of it: with the namespace held,
+//! the init's exit is reported ~0.8 ms sooner (measured on kern's boxes: 1.65 -> 0.8 ms from a
+//! ready box's `true` to its pidfd), and the unmounts happen when the hold is let go, after kern
+//! has exited, off the call's path.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::OnceLock;
@@ -31,6 +38,38 @@ const SLOW_POLL: Duration = Duration::from_millis(20);
 const MAX_LOOKS: u32 = FAST_LOOKS + 250;
 /// How long kern may take to reap its exited init before the exit status is given up on.
 const REAP_WAIT: Duration = Duration::from_millis(50);
+/// How long the status is looked for without sleeping. kern reaps its init microseconds after the
+/// pidfd turns readable, and a tokio timer sleeps a millisecond at the least: with a 200 us sleep
+/// the status came 1.1-1.5 ms after the exit on most calls through a ready Python box.
+const REAP_SPIN: Duration = Duration::from_micros(500);
+
+/// A box's mount namespace, held from the host (see the module doc). Letting go of it unmounts the
+/// box's tree and waits out RCU grace periods (1 ms, at times 15), so it is closed on tokio's
+/// blocking pool, never on a worker or Node's thread. (Holding the PID namespace as well gained
+/// nothing measurable and made that close take 20-60 ms.)
+pub struct MountHold(Option<OwnedFd>);
+
+impl MountHold {
+    /// The mount namespace of `pid` (none when it cannot be opened: the hold only saves time).
+    fn of(pid: i32) -> MountHold {
+        let ns = rustix::fs::open(
+            format!("/proc/{pid}/ns/mnt"),
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        );
+        MountHold(ns.ok())
+    }
+}
+
+impl Drop for MountHold {
+    fn drop(&mut self) {
+        let Some(fd) = self.0.take() else { return };
+        // Outside the runtime (none of the drops today) it closes here.
+        if tokio::runtime::Handle::try_current().is_ok() {
+            crate::task::spawn_blocking(Box::new(move || drop(fd)));
+        }
+    }
+}
 
 /// `struct pidfd_info` up to `exit_code` (the kernel's first published size, 64 bytes).
 #[repr(C)]
@@ -111,11 +150,12 @@ fn comm(pid: i32) -> Option<String> {
     read(&format!("/proc/{pid}/comm")).map(|c| c.trim_end().to_string())
 }
 
-/// Resolves to the workload's exit code once the box's init has exec'd and exited normally;
-/// never resolves when that cannot be known (the caller then goes by kern's exit).
-pub async fn exited(kern: i32) -> i32 {
+/// Resolves to the workload's exit code once the box's init has exec'd and exited normally, with
+/// the box's mount namespace, still held; never resolves when that cannot be known (the caller then
+/// goes by kern's exit).
+pub async fn exited(kern: i32) -> (i32, MountHold) {
     match watch(kern).await {
-        Some(code) => code,
+        Some(got) => got,
         None => std::future::pending().await,
     }
 }
@@ -125,6 +165,7 @@ pub async fn exited(kern: i32) -> i32 {
 /// over by then, its init reaped by kern, and the call left to wait for kern's teardown.
 pub struct Init {
     pidfd: OwnedFd,
+    held: MountHold,
 }
 
 /// The init of kern's box, once it runs a command of its own (not kern's setup); None when there
@@ -140,23 +181,24 @@ pub fn find_init(kern: i32) -> Option<Init> {
     if !is_ns_init(pid) || comm(pid)? == kern_comm {
         return None;
     }
-    Some(Init { pidfd })
+    let held = MountHold::of(pid);
+    Some(Init { pidfd, held })
 }
 
 /// [`exited`] for an init found ahead ([`find_init`]).
-pub async fn init_exited(init: Init) -> i32 {
+pub async fn init_exited(init: Init) -> (i32, MountHold) {
     // SAFETY: the pidfd is ours alone and registered once.
     let pidfd = unsafe { AsyncFd::register(init.pidfd) }.ok();
     match pidfd {
         Some(fd) => match exit_code(&fd).await {
-            Some(code) => code,
+            Some(code) => (code, init.held),
             None => std::future::pending().await,
         },
         None => std::future::pending().await,
     }
 }
 
-async fn watch(kern: i32) -> Option<i32> {
+async fn watch(kern: i32) -> Option<(i32, MountHold)> {
     // kern takes milliseconds to start a box: a call that is over sooner (a fake kern, a failed
     // start) never pays for a look.
     tokio::time::sleep(POLL).await;
@@ -185,11 +227,12 @@ async fn watch(kern: i32) -> Option<i32> {
     // SAFETY: the pidfd is ours alone and registered once.
     let pidfd = unsafe { AsyncFd::register(pidfd) }.ok()?;
     // An exec is seen by the command name; an init that exits before it was seen to exec leaves
-    // the call to kern (its setup may have failed).
-    loop {
+    // the call to kern (its setup may have failed). Once it has exec'd, it is in the box's own
+    // namespaces.
+    let held = loop {
         looks += 1;
         match comm(pid) {
-            Some(c) if c != kern_comm => break,
+            Some(c) if c != kern_comm => break MountHold::of(pid),
             Some(_) if looks <= MAX_LOOKS => {}
             _ => return None,
         }
@@ -197,23 +240,29 @@ async fn watch(kern: i32) -> Option<i32> {
         if tokio::time::timeout(poll, pidfd.readable()).await.is_ok() {
             return None;
         }
-    }
-    exit_code(&pidfd).await
+    };
+    Some((exit_code(&pidfd).await?, held))
 }
 
 /// The exit code of the init behind `pidfd` once it has exited normally with a code under 128.
 async fn exit_code(pidfd: &AsyncFd<OwnedFd>) -> Option<i32> {
     let _ = pidfd.readable().await.ok()?;
     // Readable at exit; the status is there once kern has reaped it, microseconds later.
-    let deadline = tokio::time::Instant::now() + REAP_WAIT;
+    let start = tokio::time::Instant::now();
     let status = loop {
         if let Some(s) = exit_info(pidfd.get_ref()) {
             break s;
         }
-        if tokio::time::Instant::now() >= deadline {
+        let waited = start.elapsed();
+        if waited >= REAP_WAIT {
             return None;
         }
-        tokio::time::sleep(Duration::from_micros(200)).await;
+        // A yield lets the worker's other tasks (and the I/O driver) run between looks.
+        if waited < REAP_SPIN {
+            tokio::task::yield_now().await;
+        } else {
+            tokio::time::sleep(Duration::from_micros(200)).await;
+        }
     };
     // A code of 128 and up reads as a signal death to the fault classifier, which weighs it with
     // kern's started byte (an OOM kill against an enforced cap): that byte comes with kern's exit.
