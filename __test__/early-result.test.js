@@ -84,6 +84,25 @@ test('exit codes, signal deaths and their faults are what kern reports', async (
   assert.equal(killed.fault && killed.fault.type, 'killed')
 })
 
+test('what kern writes after a failing box (a note on a host without a uid range) is in every failing call or none', async (t) => {
+  // kern prints its uid-range note after it reaps a box that exited non-zero; a call answered at
+  // the workload's exit must still carry it, every time, on cold and ready boxes alike.
+  const cold = await openSandbox(t)
+  const warm = await openSandbox(t, { prewarm: 1 })
+  const seen = { code: new Set(), run: new Set() }
+  for (let i = 0; i < 8; i++) {
+    for (const sbx of [cold, warm]) {
+      const a = await sbx.runCode('import sys\nprint("e", file=sys.stderr)\nsys.exit(3)')
+      const b = await sbx.run(['sh', '-c', 'echo e >&2; exit 4'])
+      assert.deepEqual([a.exitCode, b.exitCode], [3, 4])
+      seen.code.add(a.stderr)
+      seen.run.add(b.stderr)
+    }
+  }
+  assert.equal(seen.code.size, 1, [...seen.code].join('\n---\n'))
+  assert.equal(seen.run.size, 1, [...seen.run].join('\n---\n'))
+})
+
 test('close() waits for every box to be gone, teardowns still running included', async (t) => {
   const sbx = await openSandbox(t)
   const ws = sbx.workspacePath

@@ -433,6 +433,9 @@ pub async fn supervise(b: Booted, l: Watch<'_>, t0: Instant) -> BoxRun {
         (Some(s), true) => launch::exit_code(s).max(crate::lifecycle::fault::EXIT_SIGKILL),
         (None, _) => crate::lifecycle::fault::EXIT_SIGKILL,
     };
+    if !early && status.is_some() && !timed_out && stop_reason.is_none() {
+        workload::learn_from_failure(exit_code, &stderr.bytes, stderr.truncated);
+    }
     // The workload exec'd and exited by itself: the box started (kern writes its started byte only
     // after its teardown, which now goes on without the call).
     let started = if early {

@@ -15,6 +15,12 @@
 //! watcher cannot tell for sure (an older kernel, a box gone before it was seen) leaves the call
 //! on kern's exit, as without it.
 //!
+//! A box that exits non-zero is answered here only once kern is known to write nothing after such
+//! an exit: kern prints a note on stderr after reaping a box that failed without a uid range (on a
+//! host without newuidmap or a subuid allocation), and that note is part of the call's stderr as
+//! 0.1.1 reports it. Until one failing call has been waited for to kern's exit and its stderr did
+//! not end in a line of kern's, failing calls go by kern's exit ([`learn_from_failure`]).
+//!
 //! The box's mount namespace is held open from the host while its workload runs ([`MountHold`]).
 //! The last process to leave a mount namespace unmounts its whole tree, RCU grace period included,
 //! inside its own exit and before its parent (or a pidfd) hears of it: with the namespace held,
@@ -23,6 +29,7 @@
 //! has exited, off the call's path.
 
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -42,6 +49,49 @@ const REAP_WAIT: Duration = Duration::from_millis(50);
 /// pidfd turns readable, and a tokio timer sleeps a millisecond at the least: with a 200 us sleep
 /// the status came 1.1-1.5 ms after the exit on most calls through a ready Python box.
 const REAP_SPIN: Duration = Duration::from_micros(500);
+
+/// What kern writes after a box's non-zero exit, as far as this process has seen (one kern per
+/// host: its uid-range note depends on the host, not the box).
+static AFTER_FAILURE: AtomicU8 = AtomicU8::new(UNSEEN);
+const UNSEEN: u8 = 0;
+/// A failing call's stderr ended in nothing of kern's.
+const SILENT: u8 = 1;
+/// A failing call's stderr ended in a line of kern's: failing calls keep waiting for kern's exit.
+const NOTES: u8 = 2;
+
+/// Learns from a call that exited with `code`, waited for to kern's exit, whether kern writes
+/// after a failure.
+pub fn learn_from_failure(code: i32, stderr: &[u8], truncated: bool) {
+    match after_failure(code, stderr, truncated) {
+        // NOTES is for good: one box that got a note is enough.
+        Some(NOTES) => AFTER_FAILURE.store(NOTES, Ordering::Relaxed),
+        Some(seen) => {
+            let _ =
+                AFTER_FAILURE.compare_exchange(UNSEEN, seen, Ordering::Relaxed, Ordering::Relaxed);
+        }
+        None => {}
+    }
+}
+
+/// What a call tells of kern's writes after a failure: only a workload's own non-zero exit (not
+/// kern's 125-127 for a box that did not start) with all of its stderr kept tells anything.
+fn after_failure(code: i32, stderr: &[u8], truncated: bool) -> Option<u8> {
+    if !(1..125).contains(&code) || truncated {
+        return None;
+    }
+    let text = stderr.strip_suffix(b"\n").unwrap_or(stderr);
+    let last = text.rsplit(|b| *b == b'\n').next().unwrap_or_default();
+    Some(if last.starts_with(b"kern: ") {
+        NOTES
+    } else {
+        SILENT
+    })
+}
+
+/// Whether a workload's exit with `code` can resolve its call before kern has exited.
+fn answers_early(code: i32) -> bool {
+    code == 0 || AFTER_FAILURE.load(Ordering::Relaxed) == SILENT
+}
 
 /// A box's mount namespace, held from the host (see the module doc). Letting go of it unmounts the
 /// box's tree and waits out RCU grace periods (1 ms, at times 15), so it is closed on tokio's
@@ -267,12 +317,34 @@ async fn exit_code(pidfd: &AsyncFd<OwnedFd>) -> Option<i32> {
     // A code of 128 and up reads as a signal death to the fault classifier, which weighs it with
     // kern's started byte (an OOM kill against an enforced cap): that byte comes with kern's exit.
     let code = libc::WEXITSTATUS(status);
-    (libc::WIFEXITED(status) && code < 128).then_some(code)
+    (libc::WIFEXITED(status) && code < 128 && answers_early(code)).then_some(code)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_workloads_failure_with_all_its_stderr_tells_what_kern_writes_after_it() {
+        let note = b"Traceback\nValueError: bad\nkern: note: this box ran with a single-uid map\n";
+        assert_eq!(after_failure(1, note, false), Some(NOTES));
+        assert_eq!(
+            after_failure(1, b"Traceback\nValueError: bad\n", false),
+            Some(SILENT)
+        );
+        assert_eq!(after_failure(3, b"", false), Some(SILENT));
+        assert_eq!(
+            after_failure(0, note, false),
+            None,
+            "a success tells nothing"
+        );
+        assert_eq!(after_failure(1, note, true), None, "its end was cut off");
+        assert_eq!(
+            after_failure(125, b"kern: sandbox setup failed: x\n", false),
+            None
+        );
+        assert_eq!(after_failure(137, note, false), None);
+    }
 
     #[test]
     fn the_info_struct_is_the_kernels_first_size() {
