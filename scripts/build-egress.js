@@ -5,10 +5,10 @@
 //
 //   node scripts/build-egress.js [--debug] [--out DIR] [--target TRIPLE]
 //
-// Default: this host's target, the release profile (root Cargo.toml), copied to the package root
-// as `kern-sandbox-egress` (gitignored), beside the .node, where the addon finds it in a work tree
-// (src/locate.rs). --debug: the dev profile (`npm run build:debug`). --out DIR: writes
-// DIR/kern-sandbox-egress.<triple> instead, the name scripts/pack.js takes from a release's
+// Default: this host's target, the egress profile (root Cargo.toml: release with LTO), copied to
+// the package root as `kern-sandbox-egress` (gitignored), beside the .node, where the addon finds
+// it in a work tree (src/locate.rs). --debug: the dev profile (`npm run build:debug`). --out DIR:
+// writes DIR/kern-sandbox-egress.<triple> instead, the name scripts/pack.js takes from a release's
 // artifacts for that target's platform package. --target TRIPLE (with --out; scripts/build-all.js):
 // that release target through cargo-zigbuild, as the addon is built (gnu pinned to the glibc
 // baseline), into target/cross.
@@ -43,7 +43,7 @@ function cargoBuild(o) {
   const args = o.target
     ? ['zigbuild', '--target', o.target.buildTarget, '--target-dir', path.join(repo, 'target', 'cross')]
     : ['build']
-  args.push('-p', NAME, '--profile', o.debug ? 'dev' : 'release')
+  args.push('-p', NAME, '--profile', o.debug ? 'dev' : 'egress')
   return cargoExecutable(repo, args, NAME)
 }
 

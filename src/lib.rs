@@ -147,7 +147,39 @@ fn spawn_call<'e, T>(env: &'e Env, fut: CallFuture<T>) -> napi::Result<PromiseRa
 where
     T: 'static + Send + napi::bindgen_prelude::ToNapiValue,
 {
-    env.spawn_future(async move { Ok(errors::Guarded(fut).await?) })
+    let settled: SettledFuture = Box::pin(async move {
+        let value = errors::Guarded(fut).await?;
+        Ok(Settled(Box::new(move |env| {
+            // SAFETY: called by Settled's conversion, so where napi converts a promise's value:
+            // on the JS thread, with its env, as it would call T's conversion itself.
+            unsafe { T::to_napi_value(env, value) }
+        })))
+    });
+    let promise = spawn_settled(env, settled)?;
+    // The same promise: it resolves to T's JS value, which the type parameter tells the bindings.
+    Ok(PromiseRaw::new(env.raw(), napi::JsValue::raw(&promise)))
+}
+
+/// A call's result, converted to its JS value on the JS thread when the promise resolves. Every
+/// call's promise carries this one type, so napi's future-to-promise bridge (its task, resolver
+/// and deferred) is built once instead of once per result type (~5 KB each; a call pays one more
+/// allocation).
+struct Settled(Box<dyn FnOnce(napi::sys::napi_env) -> napi::Result<napi::sys::napi_value> + Send>);
+
+type SettledFuture =
+    std::pin::Pin<Box<dyn std::future::Future<Output = napi::Result<Settled>> + Send>>;
+
+impl napi::bindgen_prelude::ToNapiValue for Settled {
+    unsafe fn to_napi_value(
+        env: napi::sys::napi_env,
+        val: Self,
+    ) -> napi::Result<napi::sys::napi_value> {
+        (val.0)(env)
+    }
+}
+
+fn spawn_settled<'e>(env: &'e Env, fut: SettledFuture) -> napi::Result<PromiseRaw<'e, Settled>> {
+    env.spawn_future(fut)
 }
 
 /// Registers the exit-time cleanup once per napi env.

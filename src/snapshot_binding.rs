@@ -122,7 +122,7 @@ impl NativeSandbox {
     ) -> napi::Result<PromiseRaw<'e, Vec<NativeSnapshotInfo>>> {
         let s = self.inner.clone();
         promise(env, async move {
-            tokio::task::spawn_blocking(move || {
+            crate::task::spawn_blocking(move || {
                 let list = s.snapshot_store()?.list()?;
                 Ok(list.into_iter().map(NativeSnapshotInfo::from).collect())
             })
@@ -140,7 +140,7 @@ impl NativeSandbox {
     ) -> napi::Result<PromiseRaw<'e, ()>> {
         let s = self.inner.clone();
         promise(env, async move {
-            tokio::task::spawn_blocking(move || s.snapshot_store()?.delete(&id))
+            crate::task::spawn_blocking(move || s.snapshot_store()?.delete(&id))
                 .await
                 .map_err(|e| Error::sandbox(format!("snapshot delete task failed: {e}")))?
         })

@@ -74,7 +74,7 @@ impl EgressProcess {
             .kill_on_drop(false);
         // Spawned on a runtime worker, which lives as long as the runtime: PR_SET_PDEATHSIG
         // fires when the *thread* that forked exits, and a blocking-pool thread exits when idle.
-        let spawned = tokio::spawn(async move { cmd.spawn() })
+        let spawned = crate::task::spawn(async move { cmd.spawn() })
             .await
             .map_err(|e| Error::sandbox(format!("could not start the egress proxy: {e}")))?;
         let mut child = spawned.map_err(|e| {
@@ -89,7 +89,7 @@ impl EgressProcess {
         let (ready_tx, ready_rx) = oneshot::channel::<std::result::Result<String, String>>();
         let (exited_tx, exited) = watch::channel(false);
         let a = answers.clone();
-        tokio::spawn(async move {
+        crate::task::spawn(async move {
             let mut lines = BufReader::new(stdout).lines();
             let mut ready = Some(ready_tx);
             while let Ok(Some(l)) = lines.next_line().await {

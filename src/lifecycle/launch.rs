@@ -286,7 +286,7 @@ impl Reaper {
             }
         }
         let (pid, status) = (self.pid, self.status.clone());
-        let waited = tokio::task::spawn_blocking(move || {
+        let waited = crate::task::spawn_blocking(move || {
             let mut st = 0;
             // SAFETY: blocking wait on our own child.
             if unsafe { libc::waitpid(pid, &mut st, 0) } == pid {

@@ -116,7 +116,7 @@ impl Drop for MountHold {
         let Some(fd) = self.0.take() else { return };
         // Outside the runtime (none of the drops today) it closes here.
         if tokio::runtime::Handle::try_current().is_ok() {
-            crate::task::spawn_blocking(Box::new(move || drop(fd)));
+            crate::task::spawn_blocking(move || drop(fd));
         }
     }
 }

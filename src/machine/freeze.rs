@@ -168,7 +168,7 @@ impl Machine {
 async fn off_thread<T: Send + 'static>(
     f: impl FnOnce() -> Result<T> + Send + 'static,
 ) -> Result<T> {
-    match tokio::task::spawn_blocking(move || crate::errors::guard(f)).await {
+    match crate::task::spawn_blocking(move || crate::errors::guard(f)).await {
         Ok(r) => r,
         Err(e) => Err(Error::sandbox(format!("internal error: {e}"))),
     }

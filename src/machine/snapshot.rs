@@ -69,7 +69,7 @@ impl Machine {
                 .map(|(i, off, len)| json!([changes.kept[*i].path, off, len]))
                 .collect();
             let me = self.clone();
-            tokio::spawn(async move {
+            crate::task::spawn(async move {
                 me.request("snap_read", json!({ "items": items }), &[])
                     .await
             })
@@ -131,7 +131,7 @@ impl Machine {
                 finish_write(w).await?;
             }
             let (out, data) = (out.clone(), reply.data);
-            writing = Some(tokio::task::spawn_blocking(move || {
+            writing = Some(crate::task::spawn_blocking(move || {
                 let mut out: &std::fs::File = &out;
                 keep_spans
                     .iter()
@@ -215,7 +215,7 @@ impl Machine {
         let mut in_flight: Option<tokio::sync::oneshot::Receiver<super::wire::Reply>> = None;
         for (ops, spans) in batches.ops.into_iter().zip(spans) {
             let src = src.clone();
-            let payload = tokio::task::spawn_blocking(move || {
+            let payload = crate::task::spawn_blocking(move || {
                 let total: u64 = spans.iter().map(|s| s.1).sum();
                 let mut payload = vec![0u8; total as usize];
                 let mut at = 0usize;

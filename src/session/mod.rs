@@ -1110,7 +1110,7 @@ async fn inline_blocking<T: Send + 'static>(
 pub async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T> + Send + 'static,
 ) -> Result<T> {
-    match tokio::task::spawn_blocking(move || crate::errors::guard(f)).await {
+    match crate::task::spawn_blocking(move || crate::errors::guard(f)).await {
         Ok(r) => r,
         Err(e) => Err(Error::sandbox(format!("internal error: {e}"))),
     }

@@ -396,7 +396,7 @@ impl Pool {
         self.closing.send_replace(true);
         let mut stops = tokio::task::JoinSet::new();
         for r in ready {
-            stops.spawn(r.booted.discard());
+            crate::task::spawn_in(&mut stops, r.booted.discard());
         }
         while stops.join_next().await.is_some() {}
         loop {

@@ -59,7 +59,7 @@ impl Session {
         )
         .await?;
         let image = m.image.clone();
-        tokio::task::spawn_blocking(move || draft.commit(&store, name, image, size))
+        crate::task::spawn_blocking(move || draft.commit(&store, name, image, size))
             .await
             .map_err(|e| Error::sandbox(format!("snapshot task failed: {e}")))?
     }
@@ -95,7 +95,9 @@ impl Session {
                     network: policy.clone().map(Network::Policy),
                     events: None,
                 };
-                tokio::spawn(async move { s.start_from_dir(&dir, image, from, Some(data)).await })
+                crate::task::spawn(
+                    async move { s.start_from_dir(&dir, image, from, Some(data)).await },
+                )
             })
             .collect();
         let mut made = Vec::new();
@@ -154,7 +156,7 @@ impl Session {
             .and_then(|v| Changes::from_json(&v))?;
         let ws = self.opened()?.private.join(format!("ws-{}", random_hex(6)));
         let (src, dst) = (dir.join("workspace"), ws.clone());
-        let copied = tokio::task::spawn_blocking(move || copy_workspace(&src, &dst, u64::MAX))
+        let copied = crate::task::spawn_blocking(move || copy_workspace(&src, &dst, u64::MAX))
             .await
             .map_err(|e| Error::sandbox(format!("workspace copy task failed: {e}")))?;
         if let Err(e) = copied {
@@ -223,7 +225,7 @@ impl Session {
             .map_err(|e| Error::io("cannot write the snapshot's root.json", e))?;
         let (src, dst) = (m.host_workspace.clone(), dir.join("workspace"));
         let left = limit.saturating_sub(data + manifest.len() as u64);
-        let copied = tokio::task::spawn_blocking(move || copy_workspace(&src, &dst, left))
+        let copied = crate::task::spawn_blocking(move || copy_workspace(&src, &dst, left))
             .await
             .map_err(|e| Error::sandbox(format!("workspace copy task failed: {e}")))??;
         Ok((data + manifest.len() as u64 + copied.bytes, out))
