@@ -74,18 +74,18 @@ pub fn learn_from_failure(code: i32, stderr: &[u8], truncated: bool) {
 }
 
 /// What a call tells of kern's writes after a failure: only a workload's own non-zero exit (not
-/// kern's 125-127 for a box that did not start) with all of its stderr kept tells anything.
+/// kern's 125-127 for a box that did not start) with all of its stderr kept tells anything, and
+/// only when the workload wrote some: kern's lines at the head of a stderr are taken out of it
+/// (output::notes), so behind an empty one a note would not show. A last line with kern's words
+/// anywhere in it counts as a note (a workload's line without a newline runs into kern's).
 fn after_failure(code: i32, stderr: &[u8], truncated: bool) -> Option<u8> {
-    if !(1..125).contains(&code) || truncated {
+    if !(1..125).contains(&code) || truncated || stderr.is_empty() {
         return None;
     }
     let text = stderr.strip_suffix(b"\n").unwrap_or(stderr);
     let last = text.rsplit(|b| *b == b'\n').next().unwrap_or_default();
-    Some(if last.starts_with(b"kern: ") {
-        NOTES
-    } else {
-        SILENT
-    })
+    let kerns = last.windows(6).any(|w| w == b"kern: ");
+    Some(if kerns { NOTES } else { SILENT })
 }
 
 /// Whether a workload's exit with `code` can resolve its call before kern has exited.
@@ -332,7 +332,16 @@ mod tests {
             after_failure(1, b"Traceback\nValueError: bad\n", false),
             Some(SILENT)
         );
-        assert_eq!(after_failure(3, b"", false), Some(SILENT));
+        assert_eq!(
+            after_failure(3, b"", false),
+            None,
+            "a note would have been taken out"
+        );
+        assert_eq!(after_failure(1, b"e\n", false), Some(SILENT));
+        assert_eq!(
+            after_failure(1, b"no newline kern: note: x\n", false),
+            Some(NOTES)
+        );
         assert_eq!(
             after_failure(0, note, false),
             None,
