@@ -330,18 +330,20 @@ test('egress proxy: the proxy process ends with the Node that started it, closed
     const native = require(${JSON.stringify(path.join(__dirname, '..', 'lib', 'native.js'))})
     native.NativeEgress.start(process.argv[1], { allowOut: ['a.test'] }).then(() => {
       process.stdout.write('listening\\n')
+      // Exits (without close()) once the parent has looked at the proxy, or waits to be killed.
       if (process.argv[2] === 'kill') setInterval(() => {}, 1000)
-      else process.exit(0)
+      else process.stdin.once('data', () => process.exit(0))
     })
   `
   for (const how of ['exit', 'kill']) {
     const sock = path.join(dir, `${how}.sock`)
-    const child = cp.spawn(process.execPath, ['-e', script, sock, how], { stdio: ['ignore', 'pipe', 'inherit'] })
+    const child = cp.spawn(process.execPath, ['-e', script, sock, how], { stdio: ['pipe', 'pipe', 'inherit'] })
     const exited = new Promise((r) => child.once('exit', r))
     await new Promise((r) => child.stdout.once('data', r))
     assert.equal(proxiesFor(sock).length, 1, 'the proxy process runs while its Node does')
     assert.ok(fs.existsSync(sock))
     if (how === 'kill') child.kill('SIGKILL')
+    else child.stdin.write('go\n')
     await exited
     assert.ok(await until(() => proxiesFor(sock).length === 0), `${how}: a proxy process outlived its Node`)
     assert.ok(await until(() => !fs.existsSync(sock)), `${how}: the socket was left behind`)
