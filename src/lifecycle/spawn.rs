@@ -392,7 +392,8 @@ pub async fn supervise(b: Booted, l: Watch<'_>, t0: Instant) -> BoxRun {
     let life = async {
         let mut timed_out = false;
         let mut stop_reason = None;
-        let mut early = false;
+        // Set when the workload's own exit ended the call (an early result); it carries the box's
+        // mount namespace until kern has exited.
         let mut held_ns = None;
         let status = tokio::select! {
             s = child.wait() => Some(s),
@@ -401,7 +402,7 @@ pub async fn supervise(b: Booted, l: Watch<'_>, t0: Instant) -> BoxRun {
                     Some(init) => workload::init_exited(init).await,
                     None => workload::exited(pgid).await,
                 }
-            } => { early = true; held_ns = Some(ns); Some(code << 8) }
+            } => { held_ns = Some(ns); Some(code << 8) }
             _ = tokio::time::sleep(l.timeout) => { timed_out = true; None }
             _ = l.cancel.fired() => { stop_reason = l.cancel.reason(); None }
         };
@@ -415,7 +416,7 @@ pub async fn supervise(b: Booted, l: Watch<'_>, t0: Instant) -> BoxRun {
                 reaped
             }
         };
-        let budget = if early {
+        let budget = if held_ns.is_some() {
             Drain::Now
         } else if timed_out || stop_reason.is_some() {
             Drain::Within(DRAIN_AFTER_KILL)
