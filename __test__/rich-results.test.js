@@ -6,7 +6,8 @@ const test = require('node:test')
 const assert = require('node:assert/strict')
 const fs = require('node:fs')
 const path = require('node:path')
-const { kern, openSandbox } = require('./helpers')
+const { execFileSync } = require('node:child_process')
+const { kern, openSandbox, recordingKern, realKern, tmpDir } = require('./helpers')
 
 const { Sandbox, Result, ExecutionResult } = kern
 const PNG_MAGIC = Buffer.from([0x89, 0x50, 0x4e, 0x47])
@@ -333,6 +334,42 @@ test('helper files are gone after a timeout and after an abort too', async () =>
     rootNames().filter((n) => /^\.(cell|run|res)-/.test(n)),
     [],
   )
+})
+
+/** Makes `dir` immutable (even root then creates nothing in it); false where the filesystem or
+ * the host does not allow it. */
+function setImmutable(dir, on) {
+  try {
+    execFileSync('chattr', [on ? '+i' : '-i', dir], { stdio: 'ignore' })
+    return true
+  } catch {
+    return false
+  }
+}
+
+test('a runner call whose helper files cannot be written rejects, starts no box, and leaves no file', async (t) => {
+  const rec = realKern ? null : recordingKern()
+  const ws = tmpDir('kst-immutable-')
+  fs.writeFileSync(path.join(ws, 'kept.txt'), 'x')
+  const s = await openSandbox(t, { workspace: ws }, rec ? { bin: rec.bin } : {})
+  if (!setImmutable(ws, true)) return t.skip('chattr +i is not available here')
+  try {
+    for (const language of ['python', 'javascript']) {
+      await assert.rejects(s.runCode('print(1)', { language }), (e) => {
+        assert.equal(e.name, 'SandboxError')
+        assert.match(e.message, /cannot write "\.(cell|cap|run)-[0-9a-f]{8}\./)
+        return true
+      })
+    }
+    if (rec) assert.equal(rec.boxCalls().length, 0, 'kern is not started for a call whose files failed')
+  } finally {
+    setImmutable(ws, false)
+  }
+  assert.deepEqual(fs.readdirSync(ws), ['kept.txt'])
+  const r = await s.runCode('print(1)\n1 + 1')
+  assert.equal(r.stdout, '1\n', r.stderr)
+  assert.equal(r.results[0].text, '2')
+  assert.deepEqual(fs.readdirSync(ws), ['kept.txt'])
 })
 
 test('a missing results file gives results [] and an intact result', async () => {

@@ -344,12 +344,9 @@ impl NativeSandbox {
         on_stderr: Option<ChunkFn>,
     ) -> napi::Result<PromiseRaw<'e, NativeResult>> {
         let language = kernel::language::Language::parse(&language)?;
-        self.box_call(
-            env,
-            call,
-            (on_stdout, on_stderr),
-            move |s, opts| async move { s.run_code(code, language, opts).await },
-        )
+        self.box_call(env, call, (on_stdout, on_stderr), move |s, opts| {
+            s.run_code(code, language, opts)
+        })
     }
 
     /// Aborts the call registered under `call_id`, tearing its box down like a timeout.

@@ -75,8 +75,14 @@ struct SpawnRequest {
     env: Vec<(&'static str, String)>,
     keep_fd: OwnedFd,
     stdin: Option<OwnedFd>,
-    reply: oneshot::Sender<std::io::Result<Spawned>>,
+    /// Done on the spawner thread just before kern starts; kern does not start when it fails.
+    before: Option<Before>,
+    reply: oneshot::Sender<Result<Spawned>>,
 }
+
+/// Work that must be done before a box's kern starts (a call's helper files written), given to
+/// the spawner thread with the start so the call needs no other thread for it.
+pub type Before = Box<dyn FnOnce() -> Result<()> + Send>;
 
 /// The forking threads' queue: started once, never exit (the queue lives in a static). More than
 /// one thread: a vfork parent waits until its child has exec'd, so one thread made every
@@ -124,6 +130,12 @@ fn spawner() -> &'static Spawner {
                     let mut launcher = launch::Launcher::new();
                     loop {
                         let req = q.next();
+                        if let Some(before) = req.before {
+                            if let Err(e) = crate::errors::guard(before) {
+                                let _ = req.reply.send(Err(e));
+                                continue;
+                            }
+                        }
                         let spec = launch::Spec {
                             program: req.program.as_os_str(),
                             args: &req.args,
@@ -138,6 +150,12 @@ fn spawner() -> &'static Spawner {
                                 format!("cannot open /dev/null: {e}"),
                             )),
                         };
+                        let spawned = spawned.map_err(|e| {
+                            Error::sandbox(format!(
+                                "could not execute kern ({}): {e}",
+                                req.program.display()
+                            ))
+                        });
                         let _ = req.reply.send(spawned);
                         // Our copy of the started pipe's write end closes here, so EOF means kern.
                     }
@@ -156,7 +174,8 @@ fn request_spawn(
     enforce_limits: bool,
     started_w: OwnedFd,
     stdin: Option<OwnedFd>,
-) -> oneshot::Receiver<std::io::Result<Spawned>> {
+    before: Option<Before>,
+) -> oneshot::Receiver<Result<Spawned>> {
     let mut env = vec![("KERN_STARTED_FD", started_w.as_raw_fd().to_string())];
     if !enforce_limits {
         env.push(("KERN_NO_SCOPE", "1".to_string()));
@@ -168,6 +187,7 @@ fn request_spawn(
         env,
         keep_fd: started_w,
         stdin,
+        before,
         reply,
     });
     rx
@@ -180,10 +200,10 @@ async fn spawn_kern_with(
     enforce_limits: bool,
     started_w: OwnedFd,
     stdin: Option<OwnedFd>,
-) -> std::io::Result<Spawned> {
-    request_spawn(kern, args, enforce_limits, started_w, stdin)
+) -> Result<Spawned> {
+    request_spawn(kern, args, enforce_limits, started_w, stdin, None)
         .await
-        .map_err(|_| std::io::Error::other("spawner dropped the request"))?
+        .unwrap_or_else(|_| Err(Error::sandbox("the spawner dropped kern's start")))
 }
 
 pub async fn run_box(l: Launch<'_>) -> Result<BoxRun> {
@@ -228,7 +248,7 @@ pub async fn boot(
     env_id: usize,
     with_stdin: bool,
 ) -> Result<Booted> {
-    start(kern, name, args, enforce_limits, env_id, with_stdin)?
+    start(kern, name, args, enforce_limits, env_id, with_stdin, None)?
         .booted()
         .await
 }
@@ -241,12 +261,12 @@ pub struct Pending {
     env_id: usize,
     started: OwnedFd,
     stdin: Option<OwnedFd>,
-    reply: oneshot::Receiver<std::io::Result<Spawned>>,
+    reply: oneshot::Receiver<Result<Spawned>>,
 }
 
 /// Hands kern's start (`args`) to a spawner thread now, without waiting: a caller on the JS
 /// thread starts the box without a hop through a tokio worker first. Its stdin is a pipe of ours
-/// (`with_stdin`) or /dev/null.
+/// (`with_stdin`) or /dev/null. `before` is done on the spawner thread first (see [`Before`]).
 pub fn start(
     kern: &Path,
     name: &str,
@@ -254,6 +274,7 @@ pub fn start(
     enforce_limits: bool,
     env_id: usize,
     with_stdin: bool,
+    before: Option<Before>,
 ) -> Result<Pending> {
     let flags = rustix::pipe::PipeFlags::CLOEXEC;
     let pipe_err = |e: rustix::io::Errno| Error::io("could not create a pipe for kern", e.into());
@@ -270,7 +291,7 @@ pub fn start(
         env_id,
         started: started_r,
         stdin: stdin_w,
-        reply: request_spawn(kern, args, enforce_limits, started_w, stdin_r),
+        reply: request_spawn(kern, args, enforce_limits, started_w, stdin_r, before),
     })
 }
 
@@ -288,10 +309,7 @@ impl Pending {
         } = self;
         let spawned = reply
             .await
-            .unwrap_or_else(|_| Err(std::io::Error::other("spawner dropped the request")))
-            .map_err(|e| {
-                Error::sandbox(format!("could not execute kern ({}): {e}", kern.display()))
-            })?;
+            .unwrap_or_else(|_| Err(Error::sandbox("the spawner dropped kern's start")))?;
         let live = boxes::track(env_id, spawned.pid, &name, &kern);
         let reaper = Reaper::new(spawned.pid);
         let talk = |e| Error::io("could not talk to kern", e);
@@ -644,9 +662,7 @@ pub async fn start_resident(
         .map_err(|e| Error::io("could not create a pipe for kern", e.into()))?;
     let (stdin_r, stdin_w) = rustix::pipe::pipe_with(flags)
         .map_err(|e| Error::io("could not create a pipe for kern", e.into()))?;
-    let spawned = spawn_kern_with(kern, args, enforce_limits, started_w, Some(stdin_r))
-        .await
-        .map_err(|e| Error::sandbox(format!("could not execute kern ({}): {e}", kern.display())))?;
+    let spawned = spawn_kern_with(kern, args, enforce_limits, started_w, Some(stdin_r)).await?;
     let live = boxes::track(env_id, spawned.pid, name, kern);
     let pipe_err = |e| Error::io("could not talk to kern", e);
     let resident = Resident {

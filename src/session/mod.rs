@@ -350,7 +350,7 @@ impl Session {
         command: Vec<String>,
         mut opts: CallOptions,
     ) -> impl std::future::Future<Output = Result<Outcome>> + Send + 'static {
-        let started = self.start_now(&command, &mut opts);
+        let started = self.start_now(&command, &mut opts, None);
         let me = self.clone();
         async move {
             match started {
@@ -362,7 +362,13 @@ impl Session {
 
     /// [`Session::exec`]'s steps up to the box's start, done in place when each is a few
     /// syscalls; None (nothing done) when one of them is not, and the call takes the async path.
-    fn start_now(&self, command: &[String], opts: &mut CallOptions) -> Option<StartedCall> {
+    /// `before` is done on the spawner thread just before kern starts.
+    fn start_now(
+        &self,
+        command: &[String],
+        opts: &mut CallOptions,
+        before: Option<spawn::Before>,
+    ) -> Option<StartedCall> {
         self.check_call(command).ok()?;
         let opened = self.opened().ok()?;
         if opened.pool.is_some() || crate::output::trim::pending() {
@@ -396,6 +402,7 @@ impl Session {
             self.cfg.enforce_limits,
             self.env_id,
             false,
+            before,
         );
         Some(StartedCall {
             opened,
@@ -436,20 +443,39 @@ impl Session {
     }
 
     /// `code` is the prepared cell (JSON, lib/jscell.js) for JavaScript, the source otherwise.
-    pub async fn run_code(
+    /// Called on the JS thread, as [`Session::run`] is: a runner call's box is handed to a spawner
+    /// thread before this returns when nothing in the way needs waiting for, its files written
+    /// there just before kern starts.
+    pub fn run_code(
         self: &Arc<Self>,
         code: String,
         language: Language,
-        opts: CallOptions,
-    ) -> Result<Outcome> {
-        if code.contains('\0') {
-            return Err(Error::sandbox(
-                "command/code must be strings with no NUL byte",
-            ));
-        }
-        match language.driver() {
-            Some(driver) => self.run_with_runner(code, driver, opts).await,
-            None => self.run_shell(code, opts).await,
+        mut opts: CallOptions,
+    ) -> impl std::future::Future<Output = Result<Outcome>> + Send + 'static {
+        let me = self.clone();
+        let nul = code.contains('\0');
+        let driver = language.driver();
+        let code: Arc<str> = code.into();
+        let started = match driver {
+            Some(d) if !nul && code.len() <= INLINE_CODE_MAX => {
+                self.start_runner_now(&code, d, &mut opts)
+            }
+            _ => None,
+        };
+        async move {
+            if nul {
+                return Err(Error::sandbox(
+                    "command/code must be strings with no NUL byte",
+                ));
+            }
+            match (driver, started) {
+                (Some(_), Some((s, helpers))) => {
+                    let result = me.finish_started(s, opts).await;
+                    helpers.collect(result).await
+                }
+                (Some(d), None) => me.run_with_runner(code, d, opts).await,
+                (None, _) => me.run_shell(code.to_string(), opts).await,
+            }
         }
     }
 
@@ -475,61 +501,56 @@ impl Session {
         result
     }
 
+    /// [`Session::start_now`] for a runner call: its helper files are written on the spawner
+    /// thread, just before kern starts (the workspace is not touched when the call goes the
+    /// async way instead).
+    fn start_runner_now(
+        self: &Arc<Self>,
+        code: &Arc<str>,
+        language: Driver,
+        opts: &mut CallOptions,
+    ) -> Option<(StartedCall, RunnerHelpers)> {
+        let helpers = RunnerHelpers::new(self.opened().ok()?, language);
+        let command = self.runner_command(&helpers.files, language);
+        let before: spawn::Before = Box::new({
+            let (h, code) = (helpers.clone(), code.clone());
+            move || h.write(&code)
+        });
+        let started = self.start_now(&command, opts, Some(before))?;
+        Some((started, helpers))
+    }
+
+    /// The box command that runs a runner call's runner file.
+    fn runner_command(&self, files: &CellFiles, language: Driver) -> Vec<String> {
+        let interpreter = match language {
+            Driver::Python => "python3",
+            Driver::JavaScript => "node",
+        };
+        let runner = format!("{}/{}", self.cfg.box_workspace, files.runner);
+        vec![interpreter.into(), runner]
+    }
+
     /// Python or JavaScript through its rich-result runner: the cell and the runner go in as
     /// workspace files, the results come back in a third; all three are gone when the call ends,
-    /// however it ends.
+    /// however it ends. (The way through tokio, when [`Session::start_runner_now`] could not.)
     async fn run_with_runner(
         self: &Arc<Self>,
-        code: String,
+        code: Arc<str>,
         language: Driver,
         opts: CallOptions,
     ) -> Result<Outcome> {
-        let opened = self.opened()?;
-        let files = Arc::new(CellFiles::new(&random_hex(4), language));
-        let (o, f) = (opened.clone(), files.clone());
-        let held = opened.runner_code.lock().ok().and_then(|c| c.clone());
-        let sent = held.clone();
-        blocking(move || {
-            o.ws.write_file(&f.cell, code.as_bytes())?;
-            if let Some(cap) = &f.capture {
-                o.ws.write_file(cap, rich::CAPTURE.as_bytes())?;
-            }
-            if let (Some(name), Some(bytes)) = (&f.code, &sent) {
-                o.ws.write_file(name, bytes)?;
-            }
-            o.ws.write_file(&f.runner, CellFiles::runner_source(language).as_bytes())
-        })
-        .await
-        .inspect_err(|_| remove_helpers(&opened, &files))?;
-        let (interpreter, usage) = match language {
-            Driver::Python => ("python3", Use::Python),
-            Driver::JavaScript => ("node", Use::Exec),
+        let helpers = RunnerHelpers::new(self.opened()?, language);
+        let h = helpers.clone();
+        if let Err(e) = blocking(move || h.write(&code)).await {
+            return helpers.collect(Err(e)).await;
+        }
+        let usage = match language {
+            Driver::Python => Use::Python,
+            Driver::JavaScript => Use::Exec,
         };
-        let runner = format!("{}/{}", self.cfg.box_workspace, files.runner);
-        let result = self
-            .exec(vec![interpreter.into(), runner], opts, usage)
-            .await;
-        let (o, f) = (opened.clone(), files.clone());
-        let written = blocking(move || {
-            let got = o.ws.read_file(&f.results, Some(rich::RESULTS_MAX));
-            // The code a runner compiled itself (none was held, or another interpreter made it).
-            if let Some(name) = &f.code {
-                match o.ws.read_file(name, Some(rich::CODE_MAX)) {
-                    Ok(b) if !b.is_empty() && held.as_deref() != Some(&b[..]) => {
-                        if let Ok(mut c) = o.runner_code.lock() {
-                            *c = Some(b.into());
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            remove_helpers(&o, &f);
-            Ok(got.map(|b| rich::lines(&b)).unwrap_or_default())
-        })
-        .await;
-        let mut out = result?;
-        out.rich = written.unwrap_or_default();
-        Ok(out)
+        let command = self.runner_command(&helpers.files, language);
+        let result = self.exec(command, opts, usage).await;
+        helpers.collect(result).await
     }
 
     /// Starts a warm kernel on this session's workspace, with the session's box settings; `image`
@@ -1079,6 +1100,79 @@ fn shell_cell(inline: bool, code_or_file: String) -> Vec<String> {
         "kern-sandbox-shell".into(),
         code_or_file,
     ]
+}
+
+/// A runner call's helper files (see [`CellFiles`]): written before its box starts, read and
+/// removed when it ends.
+#[derive(Clone)]
+struct RunnerHelpers {
+    opened: Arc<Opened>,
+    files: Arc<CellFiles>,
+    language: Driver,
+    /// The runner's marshalled code the session held when the call began (Python).
+    held: Option<Arc<[u8]>>,
+}
+
+impl RunnerHelpers {
+    fn new(opened: Arc<Opened>, language: Driver) -> RunnerHelpers {
+        let held = match language {
+            Driver::Python => opened.runner_code.lock().ok().and_then(|c| c.clone()),
+            Driver::JavaScript => None,
+        };
+        RunnerHelpers {
+            opened,
+            files: Arc::new(CellFiles::new(&random_hex(4), language)),
+            language,
+            held,
+        }
+    }
+
+    /// Writes the cell and the runner (and what rides beside it); blocking.
+    fn write(&self, code: &str) -> Result<()> {
+        let (ws, f) = (&self.opened.ws, &self.files);
+        ws.write_file(&f.cell, code.as_bytes())?;
+        if let Some(cap) = &f.capture {
+            ws.write_file(cap, rich::CAPTURE.as_bytes())?;
+        }
+        if let (Some(name), Some(bytes)) = (&f.code, &self.held) {
+            ws.write_file(name, bytes)?;
+        }
+        ws.write_file(
+            &f.runner,
+            CellFiles::runner_source(self.language).as_bytes(),
+        )
+    }
+
+    /// The call's outcome with the rich results its runner wrote, once the helper files are
+    /// read and gone (whatever the call's end, an error included). Short filesystem work, done on
+    /// the call's worker thread.
+    async fn collect(self, result: Result<Outcome>) -> Result<Outcome> {
+        let written = inline_blocking(move || {
+            let (o, f) = (&self.opened, &self.files);
+            let got = match result {
+                Ok(_) => o.ws.read_file(&f.results, Some(rich::RESULTS_MAX)).ok(),
+                Err(_) => None,
+            };
+            // The code a runner compiled itself (none was held, or another interpreter made it).
+            if let (Ok(_), Some(name)) = (&result, &f.code) {
+                match o.ws.read_file(name, Some(rich::CODE_MAX)) {
+                    Ok(b) if !b.is_empty() && self.held.as_deref() != Some(&b[..]) => {
+                        if let Ok(mut c) = o.runner_code.lock() {
+                            *c = Some(b.into());
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            remove_helpers(o, f);
+            Ok((result, got))
+        })
+        .await;
+        let (result, got) = written?;
+        let mut out = result?;
+        out.rich = got.map(|b| rich::lines(&b)).unwrap_or_default();
+        Ok(out)
+    }
 }
 
 fn remove_helpers(opened: &Opened, files: &CellFiles) {
