@@ -4,10 +4,9 @@
 // onStdout (fast and slow consumers). Ours against 0.1.1, taking turns.
 
 const path = require('path')
-const { spawnSync } = require('child_process')
 const fx = require('../lib/fixtures')
-const { ctx, TRUE_BIN, callRows, oneShotRows, parallelRow, rtArgv } = require('../lib/runner')
-const { MiB, median, max, fmt, mib, errs, failedLine, line, issue34, summarize } = require('../lib/table')
+const { ctx, TRUE_BIN, callRows, oneShotRows, parallelRow } = require('../lib/runner')
+const { MiB, max, fmt, mib, errs, failedLine, line, issue34, summarize } = require('../lib/table')
 
 function setup(need) {
   const { fixtures, TMP } = ctx
@@ -22,19 +21,19 @@ const rows = [
     id: 'noop',
     title: 'per call, do-nothing kern (/bin/true)',
     async run() {
-      const { Q, ROUNDS, fixtures } = ctx
+      const { Q, fixtures } = ctx
       const n = Q ? 60 : 200
-      const a = await callRows('noop', { kern: TRUE_BIN, n, warmup: Q ? 10 : 20 })
-      // The floor: the same /bin/true started and reaped from C, no binding at all.
-      let floor = null
-      if (fixtures.spawnFloor) {
-        const samples = []
-        for (let r = 0; r < ROUNDS; r++) {
-          const res = spawnSync(...rtArgv(fixtures.spawnFloor, [TRUE_BIN, String(n)]), { encoding: 'utf8' })
-          if (res.status === 0) samples.push(...res.stdout.trim().split('\n').map(Number))
-        }
-        floor = median(samples)
-      }
+      // The floor, the same /bin/true started and reaped from C (no binding at all), takes its
+      // turn in each round with ours and the reference, so a host that drifts moves all three.
+      const floorSpec = fixtures.spawnFloor && { mode: 'floor', bin: fixtures.spawnFloor, program: TRUE_BIN }
+      const a = await callRows('noop', {
+        kern: TRUE_BIN,
+        n,
+        warmup: Q ? 10 : 20,
+        impls: floorSpec ? ['ours', 'ref', 'floor'] : ['ours', 'ref'],
+        extra: floorSpec ? { floor: floorSpec } : {},
+      })
+      const floor = a.floor ? a.floor.median : null
       const over = (v) => (v != null && floor != null ? v - floor : null)
       const aboveFloor = floor != null && over(a.ours.median) > 0 && over(a.ref.median) > 0
       return {

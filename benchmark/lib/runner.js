@@ -94,12 +94,6 @@ function rtPrefix() {
   return RT
 }
 
-/** [cmd, args] for spawnSync, under chrt with --rt. */
-function rtArgv(cmd, argv) {
-  const pre = rtPrefix()
-  return pre.length ? [pre[0], [...pre.slice(1), cmd, ...argv]] : [cmd, argv]
-}
-
 /** Runs one worker; resolves to its JSON result (or { error }). Never rejects. */
 function worker(spec, env, timeoutMs = 300000) {
   return new Promise((resolve) => {
@@ -290,7 +284,6 @@ module.exports = {
   sync,
   baseEnv,
   rtPrefix,
-  rtArgv,
   worker,
   order,
   callRows,
