@@ -7,7 +7,7 @@
 //! async-signal-safe calls only: no allocation, no locks, nothing that touches shared state except
 //! the parent thread's errno (the parent is suspended until the exec).
 
-use std::ffi::{CString, OsStr};
+use std::ffi::{CStr, CString, OsStr};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
@@ -20,7 +20,7 @@ struct ChildArgs {
     stdin: RawFd,
     stdout: RawFd,
     stderr: RawFd,
-    /// The fd kern reports "started" on: made inheritable in the child only.
+    /// The fd kern reports "started" on: [`STARTED_FD`] in the child.
     keep: RawFd,
     /// Where the child leaves errno if it fails before exec; shared memory, as in glibc's
     /// posix_spawn (no error pipe: the parent resumes only after exec or exit).
@@ -34,11 +34,18 @@ pub struct Spawned {
     pub stderr: OwnedFd,
 }
 
+/// The fd kern gets its started pipe on, whatever fd it has here: one number, so the environment
+/// that says it is the same on every start.
+pub const STARTED_FD: RawFd = 3;
+
+/// `KERN_STARTED_FD`, as kern reads it.
+pub const STARTED_FD_ENV: &CStr = c"KERN_STARTED_FD=3";
+
 pub struct Spec<'a> {
     pub program: &'a OsStr,
     pub args: &'a [std::ffi::OsString],
-    /// Added to (or replacing in) the inherited environment.
-    pub env: &'a [(&'a str, String)],
+    /// `NAME=value` entries added to (or replacing in) the inherited environment.
+    pub env: &'a [&'static CStr],
     pub keep_fd: RawFd,
     /// kern's stdin; /dev/null when absent.
     pub stdin: Option<RawFd>,
@@ -104,9 +111,17 @@ extern "C" fn child(arg: *mut libc::c_void) -> libc::c_int {
         {
             fail(a.err);
         }
-        let flags = libc::fcntl(a.keep, libc::F_GETFD);
-        if flags < 0 || libc::fcntl(a.keep, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
-            fail(a.err);
+        // Our stdio fds are 0-2 by now, so fd 3 is free to take (dup2 clears its FD_CLOEXEC);
+        // the pipe already there only needs its FD_CLOEXEC cleared.
+        if a.keep != STARTED_FD {
+            if libc::dup2(a.keep, STARTED_FD) < 0 {
+                fail(a.err);
+            }
+        } else {
+            let flags = libc::fcntl(a.keep, libc::F_GETFD);
+            if flags < 0 || libc::fcntl(a.keep, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
+                fail(a.err);
+            }
         }
         let mut none: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut none);
@@ -159,32 +174,12 @@ pub fn spawn(launcher: &mut Launcher, spec: &Spec<'_>) -> io::Result<Spawned> {
     for a in spec.args {
         argv_c.push(cstr(a)?);
     }
-    let mut envp_c = Vec::new();
-    for (k, v) in std::env::vars_os() {
-        if spec.env.iter().any(|(name, _)| OsStr::new(name) == k) {
-            continue;
-        }
-        let mut kv = k.into_encoded_bytes();
-        kv.push(b'=');
-        kv.extend_from_slice(v.as_encoded_bytes());
-        if let Ok(c) = CString::new(kv) {
-            envp_c.push(c);
-        }
-    }
-    for (k, v) in spec.env {
-        envp_c.push(cstr(OsStr::new(&format!("{k}={v}")))?);
-    }
     let argv: Vec<*const libc::c_char> = argv_c
         .iter()
         .map(|c| c.as_ptr())
         .chain(std::iter::once(std::ptr::null()))
         .collect();
-    let envp: Vec<*const libc::c_char> = envp_c
-        .iter()
-        .map(|c| c.as_ptr())
-        .chain(std::iter::once(std::ptr::null()))
-        .collect();
-
+    let envp = environment(spec.env);
     let (out_r, out_w) = pipe()?;
     let (err_r, err_w) = pipe()?;
     let mut failed: i32 = 0;
@@ -229,6 +224,38 @@ pub fn spawn(launcher: &mut Launcher, spec: &Spec<'_>) -> io::Result<Spawned> {
         stdout: out_r,
         stderr: err_r,
     })
+}
+
+/// The child's environment: ours, as the pointers `environ` holds (no copy: glibc never frees a
+/// string it put there, so each stays valid while the child execs), without the entries `add`
+/// replaces, then `add`; null-terminated.
+fn environment(add: &[&'static CStr]) -> Vec<*const libc::c_char> {
+    unsafe extern "C" {
+        static environ: *const *const libc::c_char;
+    }
+    let mut envp = Vec::with_capacity(64);
+    let replaced = |entry: &[u8]| {
+        add.iter().any(|a| {
+            let a = a.to_bytes();
+            let name = &a[..=a.iter().position(|&b| b == b'=').unwrap_or(a.len() - 1)];
+            entry.starts_with(name)
+        })
+    };
+    // SAFETY: `environ` is the process's environment, a null-terminated array of C strings; it is
+    // read here as std::env reads it (a setenv racing with it could move the array, as it could
+    // under std::env).
+    unsafe {
+        let mut p = environ;
+        while !p.is_null() && !(*p).is_null() {
+            if !replaced(CStr::from_ptr(*p).to_bytes()) {
+                envp.push(*p);
+            }
+            p = p.add(1);
+        }
+    }
+    envp.extend(add.iter().map(|a| a.as_ptr()));
+    envp.push(std::ptr::null());
+    envp
 }
 
 /// Waits for our child `pid` without blocking the runtime: a pidfd where the kernel has them

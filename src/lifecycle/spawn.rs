@@ -72,7 +72,7 @@ pub struct BoxRun {
 struct SpawnRequest {
     program: PathBuf,
     args: Vec<OsString>,
-    env: Vec<(&'static str, String)>,
+    env: Vec<&'static std::ffi::CStr>,
     keep_fd: OwnedFd,
     stdin: Option<OwnedFd>,
     /// Done on the spawner thread just before kern starts; kern does not start when it fails.
@@ -176,9 +176,9 @@ fn request_spawn(
     stdin: Option<OwnedFd>,
     before: Option<Before>,
 ) -> oneshot::Receiver<Result<Spawned>> {
-    let mut env = vec![("KERN_STARTED_FD", started_w.as_raw_fd().to_string())];
+    let mut env = vec![launch::STARTED_FD_ENV];
     if !enforce_limits {
-        env.push(("KERN_NO_SCOPE", "1".to_string()));
+        env.push(c"KERN_NO_SCOPE=1");
     }
     let (reply, rx) = oneshot::channel();
     spawner().push(SpawnRequest {
