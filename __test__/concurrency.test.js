@@ -32,6 +32,37 @@ test('64 parallel run() calls on one Sandbox all succeed, each with its own outp
   assert.equal(files.filter((f) => f.path.startsWith('out-')).length, 64)
 })
 
+test('32 parallel one-shot runCode calls (Python and JavaScript) each get their own output and results', async (t) => {
+  const sbx = await openSandbox(t, { timeoutS: 120 })
+  const calls = Array.from({ length: 32 }, (_, i) =>
+    i % 2
+      ? sbx.runCode(`console.log("js ${i}")\n${i} * 2`, { language: 'javascript' })
+      : sbx.runCode(`print("py ${i}")\n${i} * 2`),
+  )
+  // Two more, aborted as soon as they are made: their box may or may not have started.
+  const ac = new AbortController()
+  const aborted = [
+    sbx.runCode('print(1)', { signal: ac.signal }),
+    sbx.runCode('1', { language: 'javascript', signal: ac.signal }),
+  ]
+  const rejected = aborted.map((p) => assert.rejects(p, { name: 'AbortError' }))
+  ac.abort()
+  const results = await Promise.all(calls)
+  await Promise.all(rejected)
+  results.forEach((r, i) => {
+    assert.equal(r.exitCode, 0, r.stderr)
+    assert.equal(r.stdout, `${i % 2 ? 'js' : 'py'} ${i}\n`)
+    assert.equal(r.results.length, 1)
+    assert.equal(r.results[0].text, String(i * 2))
+    assert.deepEqual(r.files, [])
+  })
+  assert.deepEqual(
+    fs.readdirSync(sbx.workspacePath).filter((n) => /^\.(cell|cap|run|res)-/.test(n)),
+    [],
+    'no helper file is left',
+  )
+})
+
 test('parallel runCode calls with different per-call timeouts keep their own results', async (t) => {
   const sbx = await openSandbox(t, { timeoutS: 30 })
   const [slow, fast, timed] = await Promise.all([
