@@ -175,6 +175,35 @@ async function callRows(id, { kern, n, warmup, sandbox = {}, stalls = false, imp
   return acc
 }
 
+/** Two kinds of call in turns on one session of ours (measure/calls.js `paired`), one worker per
+ * round: each kind's pooled median, and the median of the pairs' differences (a - b), which a
+ * host that drifts between rounds or calls moves far less than either median. */
+async function pairedRows(id, { kern, n, warmup, sandbox = {}, a, b }) {
+  const acc = { a: [], b: [], diffs: [], failed: 0, errors: [] }
+  for (let r = 0; r < ctx.ROUNDS; r++) {
+    const res = await worker({ mode: 'paired', module: IMPLS.ours, n, warmup, sandbox, a, b }, baseEnv(kern))
+    if (res.error) {
+      acc.errors.push(res.error)
+      continue
+    }
+    acc.a.push(...res.a)
+    acc.b.push(...res.b)
+    acc.diffs.push(...res.a.map((x, i) => x - res.b[i]))
+    acc.failed += res.failed
+    if (res.lastError) acc.errors.push(res.lastError)
+    log(
+      `  ${id} round ${r + 1}/${ctx.ROUNDS}: a ${fmt(median(res.a))} ms, b ${fmt(median(res.b))} ms, a - b ${fmt(median(res.a.map((x, i) => x - res.b[i])))} ms`,
+    )
+  }
+  return {
+    a: { median: median(acc.a), calls: acc.a.length },
+    b: { median: median(acc.b), calls: acc.b.length },
+    diffMedian: median(acc.diffs),
+    failed: acc.failed,
+    errors: [...new Set(acc.errors)].slice(0, 3),
+  }
+}
+
 /** One result per worker (a snapshot, a flood...), several rounds taking turns. */
 async function oneShotRows(id, mode, { kern, specFor, impls = ['ours', 'ref'], after }) {
   const acc = Object.fromEntries(impls.map((i) => [i, { runs: [], errors: [] }]))
@@ -287,6 +316,7 @@ module.exports = {
   worker,
   order,
   callRows,
+  pairedRows,
   oneShotRows,
   parallelRow,
   bareTemplate,

@@ -52,6 +52,45 @@ module.exports = {
     return { samples, cpuMsPerCall, failed, lastError, files, stalls }
   },
 
+  /** Two kinds of call taking turns on one session (spec.a and spec.b: `{ code }` for runCode,
+   * `{ command }` for run), which of them goes first swapping each pair, so a host that drifts
+   * moves both alike: each one's per-call wall times, pair by pair. */
+  async paired(spec) {
+    const s = await openSandbox(spec)
+    const call = (x) => (x.code != null ? s.runCode(x.code) : s.run(x.command))
+    let failed = 0
+    let lastError = null
+    const timed = async (x) => {
+      const t = now()
+      try {
+        const r = await call(x)
+        if (!ok(r)) {
+          failed++
+          lastError = r.fault ? `${r.fault.type}: ${r.fault.message}` : `exit ${r.exitCode}`
+        }
+      } catch (e) {
+        failed++
+        lastError = String(e && e.message)
+      }
+      return now() - t
+    }
+    for (let i = 0; i < spec.warmup; i++) (await timed(spec.a), await timed(spec.b))
+    failed = 0
+    const a = []
+    const b = []
+    for (let i = 0; i < spec.n; i++) {
+      if (i % 2) {
+        b.push(await timed(spec.b))
+        a.push(await timed(spec.a))
+      } else {
+        a.push(await timed(spec.a))
+        b.push(await timed(spec.b))
+      }
+    }
+    await s.close()
+    return { a, b, failed, lastError }
+  },
+
   /** `width` concurrent run(["true"]) on one session, `reps` times. */
   async parallel(spec) {
     const s = await openSandbox(spec)
