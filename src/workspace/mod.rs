@@ -107,6 +107,21 @@ pub struct Workspace {
     root: OwnedFd,
 }
 
+/// See [`Workspace::parent_dir`].
+enum ParentDir<'a> {
+    Root(BorrowedFd<'a>),
+    Opened(OwnedFd),
+}
+
+impl AsFd for ParentDir<'_> {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            ParentDir::Root(fd) => *fd,
+            ParentDir::Opened(fd) => fd.as_fd(),
+        }
+    }
+}
+
 impl Workspace {
     pub fn open(path: &Path) -> Result<Workspace> {
         let root = rustix::fs::open(
@@ -243,10 +258,20 @@ impl Workspace {
         Ok((parts, leaf))
     }
 
+    /// The directory a single-file operation works in: the root itself for a name at the root
+    /// (no open and close of it per operation: a runCode's helper files are all there), else
+    /// [`Workspace::open_dir`].
+    fn parent_dir(&self, parts: &[String], create: bool) -> io::Result<ParentDir<'_>> {
+        if parts.is_empty() {
+            return Ok(ParentDir::Root(self.root()));
+        }
+        self.open_dir(parts, create).map(ParentDir::Opened)
+    }
+
     pub fn write_file(&self, rel: &str, data: &[u8]) -> Result<()> {
         let (parents, leaf) = Self::split(rel)?;
         let dir = self
-            .open_dir(&parents, true)
+            .parent_dir(&parents, true)
             .map_err(|e| describe("cannot write", rel, e))?;
         let mut f = Self::create_in(dir.as_fd(), &leaf, 0o644)
             .map_err(|e| describe("cannot write", rel, e))?;
@@ -257,7 +282,7 @@ impl Workspace {
     pub fn read_file(&self, rel: &str, max_bytes: Option<u64>) -> Result<Vec<u8>> {
         let (parents, leaf) = Self::split(rel)?;
         let dir = self
-            .open_dir(&parents, false)
+            .parent_dir(&parents, false)
             .map_err(|e| describe("cannot read", rel, e))?;
         let f = Self::open_in(dir.as_fd(), &leaf).map_err(|e| describe("cannot read", rel, e))?;
         let size = f.metadata().map(|m| m.len()).unwrap_or(0);
@@ -296,8 +321,8 @@ impl Workspace {
     /// Removes a regular file we placed (best effort; a missing file is fine).
     pub fn remove_file(&self, rel: &str) {
         if let Ok((parents, leaf)) = Self::split(rel) {
-            if let Ok(dir) = self.open_dir(&parents, false) {
-                let _ = rustix::fs::unlinkat(&dir, leaf.as_str(), rustix::fs::AtFlags::empty());
+            if let Ok(dir) = self.parent_dir(&parents, false) {
+                let _ = rustix::fs::unlinkat(dir, leaf.as_str(), rustix::fs::AtFlags::empty());
             }
         }
     }
