@@ -74,7 +74,10 @@ module.exports = {
       }
       return now() - t
     }
-    for (let i = 0; i < spec.warmup; i++) (await timed(spec.a), await timed(spec.b))
+    for (let i = 0; i < spec.warmup; i++) {
+      await timed(spec.a)
+      await timed(spec.b)
+    }
     failed = 0
     const a = []
     const b = []
