@@ -90,7 +90,7 @@ impl Workspace {
                 .map(Some)
                 .map_err(|e| describe("cannot stat", rel, e));
         };
-        let dir = match self.open_dir(&parts, false) {
+        let dir = match self.parent_dir(&parts, false) {
             Ok(d) => d,
             Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) => {
                 return Ok(None)
@@ -151,10 +151,10 @@ impl Workspace {
         let (fparts, fleaf) = Self::split(from)?;
         let (tparts, tleaf) = Self::split(to)?;
         let fdir = self
-            .open_dir(&fparts, false)
+            .parent_dir(&fparts, false)
             .map_err(|e| describe("cannot rename", from, e))?;
         let tdir = self
-            .open_dir(&tparts, false)
+            .parent_dir(&tparts, false)
             .map_err(|e| describe("cannot rename to", to, e))?;
         rustix::fs::renameat(&fdir, fleaf.as_str(), &tdir, tleaf.as_str()).map_err(|e| match e {
             Errno::NOENT => not_found("cannot rename", from),
@@ -168,7 +168,7 @@ impl Workspace {
             Error::sandbox(format!("cannot remove {rel:?}: that is the workspace root"))
         })?;
         let dir = self
-            .open_dir(&parts, false)
+            .parent_dir(&parts, false)
             .map_err(|e| describe("cannot remove", rel, e))?;
         remove_in(dir.as_fd(), &leaf, 0).map_err(|e| match e.raw_os_error() {
             Some(libc::ENOENT) => not_found("cannot remove", rel),

@@ -258,7 +258,7 @@ impl Workspace {
         Ok((parts, leaf))
     }
 
-    /// The directory a single-file operation works in: the root itself for a name at the root
+    /// The directory a single-entry operation works in: the root itself for a name at the root
     /// (no open and close of it per operation: a runCode's helper files are all there), else
     /// [`Workspace::open_dir`].
     fn parent_dir(&self, parts: &[String], create: bool) -> io::Result<ParentDir<'_>> {
