@@ -452,15 +452,23 @@ impl Session {
         language: Language,
         mut opts: CallOptions,
     ) -> impl std::future::Future<Output = Result<Outcome>> + Send + 'static {
+        /// What runs the cell: a shell (the code stays a String, argv's), or a runner, maybe with
+        /// its box already handed to a spawner.
+        enum Cell {
+            Shell(String),
+            Runner(Driver, Arc<str>, Option<(StartedCall, RunnerHelpers)>),
+        }
         let me = self.clone();
         let nul = code.contains('\0');
-        let driver = language.driver();
-        let code: Arc<str> = code.into();
-        let started = match driver {
-            Some(d) if !nul && code.len() <= INLINE_CODE_MAX => {
-                self.start_runner_now(&code, d, &mut opts)
+        let cell = match language.driver() {
+            None => Cell::Shell(code),
+            Some(d) => {
+                let code: Arc<str> = code.into();
+                let started = (!nul && code.len() <= INLINE_CODE_MAX)
+                    .then(|| self.start_runner_now(&code, d, &mut opts))
+                    .flatten();
+                Cell::Runner(d, code, started)
             }
-            _ => None,
         };
         async move {
             if nul {
@@ -468,13 +476,13 @@ impl Session {
                     "command/code must be strings with no NUL byte",
                 ));
             }
-            match (driver, started) {
-                (Some(_), Some((s, helpers))) => {
+            match cell {
+                Cell::Runner(_, _, Some((s, helpers))) => {
                     let result = me.finish_started(s, opts).await;
                     helpers.collect(result).await
                 }
-                (Some(d), None) => me.run_with_runner(code, d, opts).await,
-                (None, _) => me.run_shell(code.to_string(), opts).await,
+                Cell::Runner(d, code, None) => me.run_with_runner(code, d, opts).await,
+                Cell::Shell(code) => me.run_shell(code, opts).await,
             }
         }
     }
