@@ -349,3 +349,36 @@ pub fn exit_code(status: i32) -> i32 {
         -1
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn started_fd_env_names_the_started_fd() {
+        // Two literals that must agree: the child dups the pipe to STARTED_FD, kern reads the env.
+        let env = STARTED_FD_ENV.to_str().unwrap();
+        assert_eq!(env, format!("KERN_STARTED_FD={STARTED_FD}"));
+    }
+
+    #[test]
+    fn the_environment_replaces_what_it_adds_and_ends_in_null() {
+        let ours: Vec<&CStr> = environment(&[c"KERN_STARTED_FD=3", c"PATH=/nowhere"])
+            .iter()
+            .take_while(|p| !p.is_null())
+            // SAFETY: every non-null entry is a C string from environ or from the list above.
+            .map(|&p| unsafe { CStr::from_ptr(p) })
+            .collect();
+        assert_eq!(
+            ours.iter()
+                .filter(|e| e.to_bytes().starts_with(b"PATH="))
+                .count(),
+            1
+        );
+        assert_eq!(
+            ours[ours.len() - 2..],
+            [c"KERN_STARTED_FD=3", c"PATH=/nowhere"]
+        );
+        assert_eq!(environment(&[]).last(), Some(&std::ptr::null()));
+    }
+}

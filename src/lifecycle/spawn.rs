@@ -201,7 +201,20 @@ async fn spawn_kern_with(
     started_w: OwnedFd,
     stdin: Option<OwnedFd>,
 ) -> Result<Spawned> {
-    request_spawn(kern, args, enforce_limits, started_w, stdin, None)
+    answer(request_spawn(
+        kern,
+        args,
+        enforce_limits,
+        started_w,
+        stdin,
+        None,
+    ))
+    .await
+}
+
+/// A spawner's answer to a kern start.
+async fn answer(reply: oneshot::Receiver<Result<Spawned>>) -> Result<Spawned> {
+    reply
         .await
         .unwrap_or_else(|_| Err(Error::sandbox("the spawner dropped kern's start")))
 }
@@ -307,9 +320,7 @@ impl Pending {
             stdin: stdin_w,
             reply,
         } = self;
-        let spawned = reply
-            .await
-            .unwrap_or_else(|_| Err(Error::sandbox("the spawner dropped kern's start")))?;
+        let spawned = answer(reply).await?;
         let live = boxes::track(env_id, spawned.pid, &name, &kern);
         let reaper = Reaper::new(spawned.pid);
         let talk = |e| Error::io("could not talk to kern", e);
