@@ -186,13 +186,14 @@ async function pairedRows(id, { kern, n, warmup, sandbox = {}, a, b }) {
       acc.errors.push(res.error)
       continue
     }
+    const diffs = res.a.map((x, i) => x - res.b[i])
     acc.a.push(...res.a)
     acc.b.push(...res.b)
-    acc.diffs.push(...res.a.map((x, i) => x - res.b[i]))
+    acc.diffs.push(...diffs)
     acc.failed += res.failed
     if (res.lastError) acc.errors.push(res.lastError)
     log(
-      `  ${id} round ${r + 1}/${ctx.ROUNDS}: a ${fmt(median(res.a))} ms, b ${fmt(median(res.b))} ms, a - b ${fmt(median(res.a.map((x, i) => x - res.b[i])))} ms`,
+      `  ${id} round ${r + 1}/${ctx.ROUNDS}: a ${fmt(median(res.a))} ms, b ${fmt(median(res.b))} ms, a - b ${fmt(median(diffs))} ms`,
     )
   }
   return {

@@ -5,6 +5,33 @@
 
 const { now, stallMonitor, openSandbox, ok, bareCall, cliCall } = require('../lib/probe')
 
+/** What a call that did not succeed came to: its fault, else its exit code. */
+const failure = (r) => (r.fault ? `${r.fault.type}: ${r.fault.message}` : `exit ${r.exitCode}`)
+
+/** Counts the calls made through `run` that failed or rejected, keeping the last one's reason;
+ * `run` gives the result (null for a rejection). */
+function tally() {
+  const t = {
+    failed: 0,
+    lastError: null,
+    async run(call) {
+      try {
+        const r = await call()
+        if (!ok(r)) {
+          t.failed++
+          t.lastError = failure(r)
+        }
+        return r
+      } catch (e) {
+        t.failed++
+        t.lastError = String(e && e.message)
+        return null
+      }
+    },
+  }
+  return t
+}
+
 module.exports = {
   /** Sequential run(command) calls: per-call wall time (ms), optional stall monitor. */
   async calls(spec) {
@@ -18,24 +45,14 @@ module.exports = {
       s = await openSandbox(spec)
       call = spec.code != null ? () => s.runCode(spec.code) : () => s.run(spec.command || ['true'])
     }
-    let failed = 0
-    let lastError = null
+    let t = tally()
     let files = 0
     const one = async () => {
-      try {
-        const r = await call()
-        if (!ok(r)) {
-          failed++
-          lastError = r.fault ? `${r.fault.type}: ${r.fault.message}` : `exit ${r.exitCode}`
-        }
-        files += r.files ? r.files.length : 0
-      } catch (e) {
-        failed++
-        lastError = String(e && e.message)
-      }
+      const r = await t.run(call)
+      if (r && r.files) files += r.files.length
     }
     for (let i = 0; i < spec.warmup; i++) await one()
-    failed = 0
+    t = tally()
     files = 0
     const mon = spec.stalls ? stallMonitor() : null
     const samples = []
@@ -49,7 +66,7 @@ module.exports = {
     const stalls = mon ? mon.stop() : null
     if (s) await s.close()
     const cpuMsPerCall = (cpu.user + cpu.system) / 1000 / spec.n
-    return { samples, cpuMsPerCall, failed, lastError, files, stalls }
+    return { samples, cpuMsPerCall, failed: t.failed, lastError: t.lastError, files, stalls }
   },
 
   /** Two kinds of call taking turns on one session (spec.a and spec.b: `{ code }` for runCode,
@@ -57,28 +74,18 @@ module.exports = {
    * moves both alike: each one's per-call wall times, pair by pair. */
   async paired(spec) {
     const s = await openSandbox(spec)
-    const call = (x) => (x.code != null ? s.runCode(x.code) : s.run(x.command))
-    let failed = 0
-    let lastError = null
+    const call = (x) => () => (x.code != null ? s.runCode(x.code) : s.run(x.command))
+    let t = tally()
     const timed = async (x) => {
-      const t = now()
-      try {
-        const r = await call(x)
-        if (!ok(r)) {
-          failed++
-          lastError = r.fault ? `${r.fault.type}: ${r.fault.message}` : `exit ${r.exitCode}`
-        }
-      } catch (e) {
-        failed++
-        lastError = String(e && e.message)
-      }
-      return now() - t
+      const t0 = now()
+      await t.run(call(x))
+      return now() - t0
     }
     for (let i = 0; i < spec.warmup; i++) {
       await timed(spec.a)
       await timed(spec.b)
     }
-    failed = 0
+    t = tally()
     const a = []
     const b = []
     for (let i = 0; i < spec.n; i++) {
@@ -91,7 +98,7 @@ module.exports = {
       }
     }
     await s.close()
-    return { a, b, failed, lastError }
+    return { a, b, failed: t.failed, lastError: t.lastError }
   },
 
   /** `width` concurrent run(["true"]) on one session, `reps` times. */
@@ -107,7 +114,7 @@ module.exports = {
       const why = bad
         ? bad.status === 'rejected'
           ? String(bad.reason && bad.reason.message)
-          : `${bad.value.fault ? bad.value.fault.type + ': ' + bad.value.fault.message : 'exit ' + bad.value.exitCode}`
+          : failure(bad.value)
         : null
       if (i >= spec.warmup)
         reps.push({ ms, ok: okCount, callsPerS: (spec.width * 1000) / ms, firstFailure: why && why.slice(0, 300) })
