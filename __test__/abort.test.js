@@ -3,7 +3,9 @@
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
-const { kern, openSandbox, rand, procsMatching, waitFor, sessionDirs } = require('./helpers')
+const fs = require('node:fs')
+const path = require('node:path')
+const { kern, openSandbox, rand, procsMatching, waitFor, sessionDirs, tmpDir } = require('./helpers')
 
 async function abortOnceRunning(marker, ac, reason) {
   assert.ok(await waitFor(() => procsMatching(marker).length > 0, 15_000), 'the box started')
@@ -124,4 +126,56 @@ test('top-level runCode honours a signal mid-call and still cleans up', async ()
   await assert.rejects(call, (e) => e.name === 'AbortError')
   assert.ok(await waitFor(() => procsMatching(marker).length === 0, 1000))
   assert.equal(sessionDirs().length, before, 'the throwaway session was closed')
+})
+
+// kern keeps each box's overlay scratch under $XDG_RUNTIME_DIR/kern/scratch and removes it when
+// the box ends; a kern killed before it (or before its `kern stop`) has cleaned up leaves it
+// there for good, one per aborted call.
+test("an aborted, timed-out or closed-on call leaves none of kern's scratch behind", async (t) => {
+  const runtime = tmpDir('kst-xdg-')
+  const saved = process.env.XDG_RUNTIME_DIR
+  process.env.XDG_RUNTIME_DIR = runtime
+  t.after(() => {
+    if (saved === undefined) delete process.env.XDG_RUNTIME_DIR
+    else process.env.XDG_RUNTIME_DIR = saved
+  })
+  const scratch = path.join(runtime, 'kern', 'scratch')
+  const left = () => (fs.existsSync(scratch) ? fs.readdirSync(scratch) : [])
+  const clean = async (what) =>
+    assert.ok(await waitFor(() => left().length === 0, 2000), `${what} left ${JSON.stringify(left())}`)
+
+  const sbx = await openSandbox(t, { timeoutS: 60 })
+  const started = (marker) => waitFor(() => procsMatching(marker).length > 0, 15_000)
+  for (const [what, code] of [
+    ['an aborted call', 'import time\ntime.sleep(60)'],
+    ['an aborted call ignoring SIGTERM', 'import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(60)'],
+  ]) {
+    const marker = `kst-scratch-${rand()}`
+    const ac = new AbortController()
+    const call = sbx.runCode(`# ${marker}\n${code}`, { signal: ac.signal })
+    call.catch(() => {})
+    assert.ok(await started(marker), `${what}: the box started`)
+    assert.ok(left().length > 0, `${what}: kern made its scratch where this test looks`)
+    ac.abort()
+    await assert.rejects(call, (e) => e.name === 'AbortError')
+    await clean(what)
+  }
+  const timed = await sbx.run(['sleep', '30'], { timeoutS: 1 })
+  assert.equal(timed.fault && timed.fault.type, 'timeout')
+  await clean('a timed-out call')
+  for (const delay of [0, 5, 20, 60]) {
+    const ac = new AbortController()
+    const call = sbx.run(['sleep', '30'], { signal: ac.signal })
+    call.catch(() => {})
+    setTimeout(() => ac.abort(), delay)
+    await assert.rejects(call, (e) => e.name === 'AbortError')
+    await clean(`a call aborted ${delay} ms into its start`)
+  }
+  const marker = `kst-scratch-close-${rand()}`
+  const inFlight = sbx.run(['sh', '-c', `sleep 30 # ${marker}`])
+  inFlight.catch(() => {})
+  assert.ok(await started(marker))
+  await sbx.close()
+  await inFlight.catch(() => {})
+  await clean('close() with a call in flight')
 })

@@ -6,7 +6,9 @@ const test = require('node:test')
 const assert = require('node:assert/strict')
 const net = require('node:net')
 const http = require('node:http')
-const { kern, openSandbox, openMachine, waitFor, runNode, realKern } = require('./helpers.js')
+const fs = require('node:fs')
+const path = require('node:path')
+const { kern, openSandbox, openMachine, waitFor, runNode, realKern, tmpDir } = require('./helpers.js')
 
 const { SandboxError, Machine } = kern
 
@@ -357,6 +359,8 @@ test('sandbox.close() closes its machines', async (t) => {
 })
 
 test('a machine with a process running does not keep Node alive, and does not outlive it', async () => {
+  // kern's scratch for the box goes where the child's XDG_RUNTIME_DIR says: it must be gone too.
+  const runtime = tmpDir('kst-xdg-')
   const r = await runNode(
     `
     const { Sandbox } = require(${JSON.stringify(require.resolve('..'))})
@@ -367,11 +371,14 @@ test('a machine with a process running does not keep Node alive, and does not ou
       console.log(JSON.stringify({ name: m.name }))
     })()
   `,
-    { timeoutMs: 60_000 },
+    { timeoutMs: 60_000, env: { XDG_RUNTIME_DIR: runtime } },
   )
   assert.equal(r.code, 0, r.stderr)
   const { name } = JSON.parse(r.stdout.trim().split('\n').pop())
   await waitFor(() => !require('node:child_process').execSync('ps -eo args').toString().includes(name), 10_000)
+  const scratch = path.join(runtime, 'kern', 'scratch')
+  const left = fs.existsSync(scratch) ? fs.readdirSync(scratch) : []
+  assert.deepEqual(left, [], "kern's scratch of the machine's box was left behind")
 })
 
 test('machine options: its own image is checked; bad options reject before a box starts', async (t) => {

@@ -10,8 +10,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::lifecycle::{procfs, workload};
+
 /// How long exit-time teardown waits for `kern stop` before killing the groups outright.
 const STOP_ALL_BUDGET: Duration = Duration::from_millis(1500);
+/// After a box's init is killed at exit, how long kern gets to tear the box down.
+const EXIT_REAP: Duration = Duration::from_millis(500);
+/// How long an early end waits for kern to get as far as forking its box.
+pub const SETUP_BUDGET: Duration = Duration::from_millis(300);
 
 struct LiveBox {
     env: usize,
@@ -63,6 +69,11 @@ pub fn stop_all_blocking(env: usize) {
     if boxes.is_empty() {
         return;
     }
+    // `kern stop` only once no kern is still setting up (see workload::in_setup).
+    let setup_deadline = Instant::now() + SETUP_BUDGET;
+    while Instant::now() < setup_deadline && boxes.iter().any(|b| workload::in_setup(b.pgid)) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
     let deadline = Instant::now() + STOP_ALL_BUDGET;
     let mut stops: Vec<std::process::Child> = boxes
         .iter()
@@ -75,6 +86,17 @@ pub fn stop_all_blocking(env: usize) {
     for mut c in stops {
         let _ = c.kill();
         let _ = c.wait();
+    }
+    // A box `kern stop` does not know (kern does not register an `-it` box, as a machine's is)
+    // is ended through its init: kern then tears it down and removes its scratch itself, which a
+    // killed kern cannot.
+    let left: Vec<&LiveBox> = boxes.iter().filter(|b| procfs::running(b.pgid)).collect();
+    for b in &left {
+        workload::kill_box(b.pgid);
+    }
+    let deadline = Instant::now() + EXIT_REAP;
+    while Instant::now() < deadline && left.iter().any(|b| procfs::running(b.pgid)) {
+        std::thread::sleep(Duration::from_millis(5));
     }
     for b in boxes {
         kill_group(b.pgid);

@@ -1,4 +1,5 @@
-//! Finding a box's processes on the host through /proc: below kern's pid, by command line.
+//! Finding a box's processes on the host through /proc: kern's children, and below kern's pid by
+//! command line.
 
 use std::collections::HashMap;
 
@@ -18,6 +19,27 @@ pub fn find_descendant(root: i32, matches: impl Fn(&[u8]) -> bool) -> Option<i32
     };
     parent.keys().copied().find(|&pid| {
         descends(pid) && std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| matches(&c))
+    })
+}
+
+/// The children of `pid`'s main thread (kern forks from it); none when it is gone.
+pub fn children(pid: i32) -> Vec<i32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .map(|c| {
+            c.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether `pid` is a live process (not a zombie waiting to be reaped).
+pub fn running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        let state = stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().next());
+        !matches!(state, None | Some("Z" | "X"))
     })
 }
 

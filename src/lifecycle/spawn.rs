@@ -25,12 +25,14 @@ use crate::lifecycle::launch::{self, Reaper, Spawned};
 use crate::lifecycle::workload;
 use crate::output::{pump, Captured, ChunkFn, Drain};
 
-// The teardown budgets add up to well under 2 s, so a timed-out call resolves within 2 s of its
+// The teardown budgets add up to about 2 s, so a timed-out call resolves within 2.5 s of its
 // deadline even when kern ignores signals (kern itself waits 10 s on a TERM-ignoring workload).
 /// How long kern gets to exit after `kern stop`, and again after its box is killed.
 const GRACE: Duration = Duration::from_millis(300);
 /// After the kill, how long we wait for kern to be reaped before resolving regardless.
 const REAP_BUDGET: Duration = Duration::from_millis(300);
+/// After kern is reaped, how long its `kern stop` may take to clean up after it.
+const STOP_FINISH: Duration = Duration::from_millis(200);
 /// Each `kern ps` / second `kern stop` while confirming that nothing survived.
 const CONFIRM_BUDGET: Duration = Duration::from_millis(200);
 /// After a teardown, how long the pipes may stay open before we stop reading them.
@@ -543,20 +545,48 @@ pub async fn read_started(fd: OwnedFd, stop: impl std::future::Future<Output = (
 /// (no orphans left to init); finally SIGKILL the whole group. Returns kern's exit status if it
 /// was reaped within the budget.
 async fn teardown(kern: &Path, name: &str, pgid: i32, child: &mut Reaper) -> Option<i32> {
+    if let Some(status) = until_forked(pgid, child).await {
+        return Some(status);
+    }
     let stop = spawn_stop(kern, name);
     let mut reaped = tokio::time::timeout(GRACE, child.wait()).await.ok();
     if reaped.is_none() {
         boxes::kill_all_but_leader(pgid);
+        workload::kill_box(pgid); // an `-it` box has a session of its own
         reaped = tokio::time::timeout(GRACE, child.wait()).await.ok();
     }
     boxes::kill_group(pgid);
     if reaped.is_none() {
         reaped = tokio::time::timeout(REAP_BUDGET, child.wait()).await.ok();
     }
-    if let Some(stop) = stop {
-        end_helper(stop); // a `kern stop` still waiting on a TERM-ignoring box is ended
+    if let Some(mut stop) = stop {
+        // A kern that exited by itself has cleaned up after its box. One that was killed has not:
+        // its `kern stop` removes the box's scratch tree, registry entry and cgroup after it, and
+        // ended first leaves them behind for good, one per aborted call. One still waiting on a
+        // TERM-ignoring box while kern lives on is ended at once.
+        let finished = reaped.is_some_and(|s| !libc::WIFEXITED(s))
+            && matches!(
+                tokio::time::timeout(STOP_FINISH, stop.wait()).await,
+                Ok(Ok(_))
+            );
+        if !finished {
+            end_helper(stop);
+        }
     }
     reaped
+}
+
+/// Waits, bounded, until kern has forked its box (or has exited: its status then), since
+/// `kern stop` before that kills kern mid-setup ([`workload::in_setup`]) and, finding no box init
+/// yet, waits out its whole stop grace.
+async fn until_forked(pgid: i32, child: &mut Reaper) -> Option<i32> {
+    let deadline = tokio::time::Instant::now() + boxes::SETUP_BUDGET;
+    while workload::in_setup(pgid) && tokio::time::Instant::now() < deadline {
+        if let Ok(status) = tokio::time::timeout(Duration::from_millis(1), child.wait()).await {
+            return Some(status);
+        }
+    }
+    None
 }
 
 /// Starts `kern stop NAME` as a child we can await.

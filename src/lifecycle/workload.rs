@@ -35,6 +35,8 @@ use std::time::Duration;
 
 use tokio::io::unix::AsyncFd;
 
+use crate::lifecycle::procfs;
+
 /// How often kern's children are looked at until the box's init shows up and has exec'd.
 const POLL: Duration = Duration::from_millis(1);
 /// After this many looks, the look is made less often (a kern whose box init is not its child,
@@ -178,11 +180,30 @@ fn read(path: &str) -> Option<String> {
 
 /// kern's child that is the init of a new PID namespace, if one is there now.
 fn box_init(kern: i32) -> Option<i32> {
-    let children = read(&format!("/proc/{kern}/task/{kern}/children"))?;
-    children
-        .split_whitespace()
-        .filter_map(|c| c.parse::<i32>().ok())
-        .find(|c| is_ns_init(*c))
+    procfs::children(kern).into_iter().find(|c| is_ns_init(*c))
+}
+
+/// SIGKILLs the init of kern's box, and so the whole box: kern then tears it down as after any
+/// workload's death.
+pub fn kill_box(kern: i32) {
+    if let Some(init) = box_init(kern) {
+        // SAFETY: plain syscall on kern's child we just looked at.
+        unsafe { libc::kill(init, libc::SIGKILL) };
+    }
+}
+
+/// Whether kern runs and has not forked its box yet. kern takes signals only from that fork on:
+/// before it, a signal to its group (as `kern stop` sends) kills kern mid-setup, and nothing
+/// removes the box's scratch then. The box is a child that is a new PID namespace's init or,
+/// under a runtime that starts it through a helper (the stand-in's bwrap), a child that is not
+/// kern; kern's own forks before it (its `--timeout` watchdog) run kern's command.
+pub fn in_setup(kern: i32) -> bool {
+    let Some(own) = comm(kern).filter(|_| procfs::running(kern)) else {
+        return false;
+    };
+    !procfs::children(kern)
+        .into_iter()
+        .any(|c| is_ns_init(c) || comm(c).is_some_and(|n| n != own))
 }
 
 fn is_ns_init(pid: i32) -> bool {

@@ -84,6 +84,7 @@ pub fn run(a: BoxArgs) -> Result<(), Error> {
         .as_deref()
         .ok_or_else(|| Error::Sandbox("need --rootfs or --image".into()))?;
     let config = image::resolve(image, a.pull)?;
+    let scratch = state::Scratch::create(&a.name)?;
     let command = if a.command.is_empty() {
         config.cmd.clone()
     } else {
@@ -174,6 +175,7 @@ pub fn run(a: BoxArgs) -> Result<(), Error> {
     }
     // Teardown first, then the started bytes, then exit: the order kern's foreground path uses.
     drop(registration);
+    drop(scratch);
     drop(cgroup);
     if let Some(fd) = started_fd {
         fd.signal(memory_signal);

@@ -184,6 +184,39 @@ impl Drop for Registration {
     }
 }
 
+/// kern's per-box scratch tree (the overlay's upper and work dirs): `<root>/NAME-PID`, PID being
+/// the supervisor's. The supervisor removes it when its box ends; `stop` removes it for a
+/// supervisor it killed. Nothing is mounted on it here, but it comes and goes as kern's does, so
+/// a caller that kills kern before `stop` has cleaned up leaves it behind, as with kern.
+pub struct Scratch(PathBuf);
+
+impl Scratch {
+    pub fn create(name: &str) -> Result<Scratch, Error> {
+        let path = scratch_path(name, std::process::id() as i32);
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(path.join("upper"))
+            .map_err(|e| Error::Sandbox(format!("overlay scratch: {e}")))?;
+        Ok(Scratch(path))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `$XDG_RUNTIME_DIR/kern/scratch`, where kern keeps it; else under the state dir.
+fn scratch_path(name: &str, pid: i32) -> PathBuf {
+    let root = match std::env::var_os("XDG_RUNTIME_DIR").filter(|v| !v.is_empty()) {
+        Some(x) => PathBuf::from(x).join("kern/scratch"),
+        None => dir().join("scratch"),
+    };
+    root.join(format!("{name}-{pid}"))
+}
+
 /// One record file per box name; a sibling of the named-volume store.
 fn records_dir() -> PathBuf {
     dir().join("boxes")
@@ -310,7 +343,10 @@ pub fn stop(names: &[String], all: bool) -> Result<(), Error> {
     let mut failures = Vec::new();
     for b in &targets {
         let grace = STOP_GRACE.saturating_sub(signalled.elapsed());
-        if teardown(b, grace) {
+        let gone = teardown(b, grace);
+        // The supervisor was killed before it could remove the box's scratch: `stop` does.
+        let _ = fs::remove_dir_all(scratch_path(&b.name, b.pid));
+        if gone {
             println!("stopped '{}' (pid {})", b.name, b.pid);
         } else {
             failures.push(format!(
@@ -336,6 +372,13 @@ pub fn stop(names: &[String], all: bool) -> Result<(), Error> {
 }
 
 fn teardown(b: &Record, grace: Duration) -> bool {
+    if b.pid1 <= 0 && !grace.is_zero() {
+        // As kern: with no box init on record yet there is nothing to wait on, so the supervisor's
+        // group is signalled and the whole grace slept (a supervisor still in its setup dies of
+        // it, before it could remove its scratch).
+        kill_group(b.pid, libc::SIGTERM);
+        std::thread::sleep(grace);
+    }
     let pidfd = PidFd::open(b.pid1);
     // kern skips the grace when the init cannot act on the signal (no handler): waiting would only
     // delay the inevitable SIGKILL.
