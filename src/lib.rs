@@ -18,6 +18,7 @@ mod machine_binding;
 mod options;
 mod output;
 mod session;
+mod settle;
 // Machine snapshots and forks: their napi face, beside machine_binding.
 mod snapshot_binding;
 mod snapshots;
@@ -147,39 +148,19 @@ fn spawn_call<'e, T>(env: &'e Env, fut: CallFuture<T>) -> napi::Result<PromiseRa
 where
     T: 'static + Send + napi::bindgen_prelude::ToNapiValue,
 {
-    let settled: SettledFuture = Box::pin(async move {
-        let value = errors::Guarded(fut).await?;
-        Ok(Settled(Box::new(move |env| {
-            // SAFETY: called by Settled's conversion, so where napi converts a promise's value:
-            // on the JS thread, with its env, as it would call T's conversion itself.
-            unsafe { T::to_napi_value(env, value) }
-        })))
-    });
-    let promise = spawn_settled(env, settled)?;
-    // The same promise: it resolves to T's JS value, which the type parameter tells the bindings.
-    Ok(PromiseRaw::new(env.raw(), napi::JsValue::raw(&promise)))
-}
-
-/// A call's result, converted to its JS value on the JS thread when the promise resolves. Every
-/// call's promise carries this one type, so napi's future-to-promise bridge (its task, resolver
-/// and deferred) is built once instead of once per result type (~5 KB each; a call pays one more
-/// allocation).
-struct Settled(Box<dyn FnOnce(napi::sys::napi_env) -> napi::Result<napi::sys::napi_value> + Send>);
-
-type SettledFuture =
-    std::pin::Pin<Box<dyn std::future::Future<Output = napi::Result<Settled>> + Send>>;
-
-impl napi::bindgen_prelude::ToNapiValue for Settled {
-    unsafe fn to_napi_value(
-        env: napi::sys::napi_env,
-        val: Self,
-    ) -> napi::Result<napi::sys::napi_value> {
-        (val.0)(env)
-    }
-}
-
-fn spawn_settled<'e>(env: &'e Env, fut: SettledFuture) -> napi::Result<PromiseRaw<'e, Settled>> {
-    env.spawn_future(fut)
+    let promise = settle::spawn(
+        env,
+        Box::pin(async move {
+            let value = errors::Guarded(fut).await?;
+            Ok(Box::new(move |env| {
+                // SAFETY: settle calls this on the JS thread, with its env, where napi would call
+                // T's conversion itself.
+                unsafe { T::to_napi_value(env, value) }
+            }) as settle::Convert)
+        }),
+    )?;
+    // The promise resolves to T's JS value, which the type parameter tells the bindings.
+    Ok(PromiseRaw::new(env.raw(), promise))
 }
 
 /// Registers the exit-time cleanup once per napi env.
