@@ -148,7 +148,10 @@ test("an aborted, timed-out or closed-on call leaves none of kern's scratch behi
   const started = (marker) => waitFor(() => procsMatching(marker).length > 0, 15_000)
   for (const [what, code] of [
     ['an aborted call', 'import time\ntime.sleep(60)'],
-    ['an aborted call ignoring SIGTERM', 'import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(60)'],
+    [
+      'an aborted call ignoring SIGTERM',
+      'import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(60)',
+    ],
   ]) {
     const marker = `kst-scratch-${rand()}`
     const ac = new AbortController()
