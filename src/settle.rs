@@ -134,43 +134,45 @@ fn send(channel: &Channel, deferred: sys::napi_deferred, outcome: napi::Result<C
 
 /// A call of this thread's env began: its result is now awaited, so the loop stays alive.
 fn began(env: sys::napi_env) {
-    LOCAL.with_borrow(|l| {
-        let Some(l) = l.as_ref() else { return };
-        let n = l.pending.get();
-        l.pending.set(n + 1);
-        if n == 0 {
-            if let Some(t) = l
-                .channel
-                .0
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .as_ref()
-            {
-                // SAFETY: on the env's JS thread, with a live function.
-                unsafe { sys::napi_ref_threadsafe_function(env, t.0) };
-            }
-        }
-    });
+    count(env, true);
 }
 
 /// A call of this thread's env settled; with none pending the loop may end.
 fn ended(env: sys::napi_env) {
+    count(env, false);
+}
+
+/// Counts `env`'s pending calls; the function holds the loop exactly while there are some.
+fn count(env: sys::napi_env, up: bool) {
     LOCAL.with_borrow(|l| {
         let Some(l) = l.as_ref().filter(|l| l.env == env) else {
             return;
         };
-        let n = l.pending.get().saturating_sub(1);
-        l.pending.set(n);
-        if n == 0 {
-            if let Some(t) = l
-                .channel
-                .0
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .as_ref()
-            {
-                // SAFETY: as in `began`.
-                unsafe { sys::napi_unref_threadsafe_function(env, t.0) };
+        let before = l.pending.get();
+        let now = if up {
+            before + 1
+        } else {
+            before.saturating_sub(1)
+        };
+        l.pending.set(now);
+        if (before == 0) == (now == 0) {
+            return;
+        }
+        if let Some(t) = l
+            .channel
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+        {
+            // SAFETY: on the env's JS thread, with a live function (it leaves the channel
+            // before it is released).
+            unsafe {
+                if now > 0 {
+                    sys::napi_ref_threadsafe_function(env, t.0);
+                } else {
+                    sys::napi_unref_threadsafe_function(env, t.0);
+                }
             }
         }
     });
