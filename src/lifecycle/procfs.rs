@@ -43,6 +43,21 @@ pub fn running(pid: i32) -> bool {
     })
 }
 
+/// Whether `pid` catches or blocks signal `sig` (so it does not die of it at once).
+pub fn takes_signal(pid: i32, sig: i32) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return false;
+    };
+    let bit = 1u64 << (sig - 1);
+    ["SigBlk:", "SigCgt:"].iter().any(|key| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+            .is_some_and(|mask| mask & bit != 0)
+    })
+}
+
 /// Every process's parent.
 fn parents() -> Option<HashMap<i32, i32>> {
     let mut parent = HashMap::new();

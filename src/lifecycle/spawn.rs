@@ -545,7 +545,7 @@ pub async fn read_started(fd: OwnedFd, stop: impl std::future::Future<Output = (
 /// (no orphans left to init); finally SIGKILL the whole group. Returns kern's exit status if it
 /// was reaped within the budget.
 async fn teardown(kern: &Path, name: &str, pgid: i32, child: &mut Reaper) -> Option<i32> {
-    if let Some(status) = until_forked(pgid, child).await {
+    if let Some(status) = past_setup(pgid, child).await {
         return Some(status);
     }
     let stop = spawn_stop(kern, name);
@@ -576,10 +576,10 @@ async fn teardown(kern: &Path, name: &str, pgid: i32, child: &mut Reaper) -> Opt
     reaped
 }
 
-/// Waits, bounded, until kern has forked its box (or has exited: its status then), since
-/// `kern stop` before that kills kern mid-setup ([`workload::in_setup`]) and, finding no box init
-/// yet, waits out its whole stop grace.
-async fn until_forked(pgid: i32, child: &mut Reaper) -> Option<i32> {
+/// Waits, bounded, until kern takes a SIGTERM without dying (or has exited: its status then),
+/// since `kern stop` before that kills kern mid-setup ([`workload::in_setup`]) and, finding no
+/// box init on record yet, waits out its whole stop grace.
+async fn past_setup(pgid: i32, child: &mut Reaper) -> Option<i32> {
     let deadline = tokio::time::Instant::now() + boxes::SETUP_BUDGET;
     while workload::in_setup(pgid) && tokio::time::Instant::now() < deadline {
         if let Ok(status) = tokio::time::timeout(Duration::from_millis(1), child.wait()).await {

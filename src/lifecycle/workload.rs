@@ -192,18 +192,20 @@ pub fn kill_box(kern: i32) {
     }
 }
 
-/// Whether kern runs and has not forked its box yet. kern takes signals only from that fork on:
-/// before it, a signal to its group (as `kern stop` sends) kills kern mid-setup, and nothing
-/// removes the box's scratch then. The box is a child that is a new PID namespace's init or,
-/// under a runtime that starts it through a helper (the stand-in's bwrap), a child that is not
-/// kern; kern's own forks before it (its `--timeout` watchdog) run kern's command.
+/// Whether kern runs and would die of a SIGTERM now. kern catches the signal (to hand it to its
+/// box) only once the box is forked and on record: before that, a signal to its group, as `kern
+/// stop` sends, kills kern mid-setup, and nothing removes the box's scratch then (seen even after
+/// the box's fork). An `-it` box's kern never catches it, but is past its setup once a child runs
+/// a command of its own: the box's init that has exec'd, the stand-in's bwrap (the stand-in also
+/// blocks the signal from then on), or kern under a wrapper script.
 pub fn in_setup(kern: i32) -> bool {
     let Some(own) = comm(kern).filter(|_| procfs::running(kern)) else {
         return false;
     };
-    !procfs::children(kern)
-        .into_iter()
-        .any(|c| is_ns_init(c) || comm(c).is_some_and(|n| n != own))
+    !procfs::takes_signal(kern, libc::SIGTERM)
+        && !procfs::children(kern)
+            .into_iter()
+            .any(|c| comm(c).is_some_and(|n| n != own))
 }
 
 fn is_ns_init(pid: i32) -> bool {
