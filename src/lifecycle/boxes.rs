@@ -16,7 +16,7 @@ use crate::lifecycle::{procfs, workload};
 const STOP_ALL_BUDGET: Duration = Duration::from_millis(1500);
 /// After a box's init is killed at exit, how long kern gets to tear the box down.
 const EXIT_REAP: Duration = Duration::from_millis(500);
-/// How long an early end waits for kern to get as far as forking its box.
+/// How long an early end waits for kern to be past its setup (`workload::in_setup`).
 pub const SETUP_BUDGET: Duration = Duration::from_millis(300);
 
 struct LiveBox {
@@ -145,17 +145,6 @@ fn group_members(pgid: i32) -> Vec<i32> {
     };
     dir.flatten()
         .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()))
-        .filter(|pid| {
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                return false;
-            };
-            let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-                return false;
-            };
-            let mut f = rest.split_whitespace();
-            let state = f.next().unwrap_or("Z");
-            let pgrp = f.nth(1).and_then(|g| g.parse::<i32>().ok());
-            pgrp == Some(pgid) && state != "Z" && state != "X"
-        })
+        .filter(|pid| procfs::stat(*pid).is_some_and(|s| s.pgrp == pgid && s.live()))
         .collect()
 }

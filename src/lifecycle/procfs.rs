@@ -1,5 +1,5 @@
-//! Finding a box's processes on the host through /proc: kern's children, and below kern's pid by
-//! command line.
+//! A box's processes as the host's /proc shows them: kern's children, a process's state, parent
+//! and group, and below kern's pid by command line.
 
 use std::collections::HashMap;
 
@@ -35,11 +35,39 @@ pub fn children(pid: i32) -> Vec<i32> {
 
 /// Whether `pid` is a live process (not a zombie waiting to be reaped).
 pub fn running(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        let state = stat
-            .rfind(')')
-            .and_then(|i| stat[i + 1..].split_whitespace().next());
-        !matches!(state, None | Some("Z" | "X"))
+    stat(pid).is_some_and(|s| s.live())
+}
+
+/// One process as /proc/PID/stat shows it.
+#[derive(Clone, Copy)]
+pub struct Stat {
+    pub ppid: i32,
+    pub pgrp: i32,
+    pub state: u8,
+    /// Start time in clock ticks since boot: with the pid, it names one process for good.
+    pub start: u64,
+}
+
+impl Stat {
+    /// Neither a zombie nor dead.
+    pub fn live(&self) -> bool {
+        !matches!(self.state, b'Z' | b'X')
+    }
+}
+
+pub fn stat(pid: i32) -> Option<Stat> {
+    parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// Fields are counted after the last ')': the command name may hold anything.
+pub fn parse_stat(text: &str) -> Option<Stat> {
+    let rest = &text[text.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    Some(Stat {
+        state: *f.first()?.as_bytes().first()?,
+        ppid: f.get(1)?.parse().ok()?,
+        pgrp: f.get(2)?.parse().ok()?,
+        start: f.get(19)?.parse().ok()?,
     })
 }
 
@@ -65,17 +93,22 @@ fn parents() -> Option<HashMap<i32, i32>> {
         let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
             continue;
         };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // The command name in parentheses may hold anything: fields are counted after the last ')'.
-        let ppid = stat
-            .rfind(')')
-            .and_then(|i| stat[i + 1..].split_whitespace().nth(1))
-            .and_then(|p| p.parse::<i32>().ok());
-        if let Some(ppid) = ppid {
-            parent.insert(pid, ppid);
+        if let Some(s) = stat(pid) {
+            parent.insert(pid, s.ppid);
         }
     }
     Some(parent)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_fields_are_counted_after_the_last_paren() {
+        let line = "42 (a) b) (c) S 7 42 42 0 -1 4194560 1 0 0 0 3 4 0 0 20 0 1 0 9876 1 2";
+        let s = parse_stat(line).unwrap();
+        assert_eq!((s.state, s.ppid, s.pgrp, s.start), (b'S', 7, 42, 9876));
+        assert!(s.live());
+    }
 }

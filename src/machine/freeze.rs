@@ -20,6 +20,7 @@ use tokio::sync::watch;
 
 use super::Machine;
 use crate::errors::{Error, Result};
+use crate::lifecycle::procfs::{parse_stat, stat as stat_of, Stat};
 
 /// How long the box's processes get to reach the stopped (or frozen) state. A process in an
 /// uninterruptible wait stops only once that wait ends.
@@ -240,31 +241,6 @@ pub fn freeze(agent: i32) -> Result<Frozen> {
     stop_tree(agent).map(|held| Frozen(Some(How::Signals(held))))
 }
 
-/// One process as /proc/PID/stat shows it.
-#[derive(Clone, Copy)]
-struct Stat {
-    ppid: i32,
-    state: u8,
-    /// Start time in clock ticks since boot: with the pid, it names one process for good.
-    start: u64,
-}
-
-fn stat_of(pid: i32) -> Option<Stat> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_stat(&text)
-}
-
-/// Fields are counted after the last ')': the command name may hold anything.
-fn parse_stat(text: &str) -> Option<Stat> {
-    let rest = &text[text.rfind(')')? + 1..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    Some(Stat {
-        state: *f.first()?.as_bytes().first()?,
-        ppid: f.get(1)?.parse().ok()?,
-        start: f.get(19)?.parse().ok()?,
-    })
-}
-
 /// Every process on the host and its children.
 struct Tree {
     stat: HashMap<i32, Stat>,
@@ -405,12 +381,12 @@ fn stop_tree(agent: i32) -> Result<Vec<Held>> {
         for pid in below {
             let s = tree.stat[&pid];
             let ours = seen.get(&pid).is_some_and(|&i| held[i].start == s.start);
-            if matches!(s.state, b'Z' | b'X') || ours {
+            if !s.live() || ours {
                 continue;
             }
             if pid != agent {
                 let parent_stopped = match tree.stat.get(&s.ppid) {
-                    Some(p) if matches!(p.state, b'Z' | b'X') => true,
+                    Some(p) if !p.live() => true,
                     _ => *stopped.entry(s.ppid).or_insert_with(|| {
                         seen.get(&s.ppid).is_some_and(|&i| has_stopped(&held[i]))
                     }),
@@ -570,13 +546,6 @@ mod tests {
             nix::sys::signal::Signal::SIGKILL,
         );
         let _ = c.wait();
-    }
-
-    #[test]
-    fn stat_fields_are_counted_after_the_last_paren() {
-        let line = "42 (a) b) (c) S 7 42 42 0 -1 4194560 1 0 0 0 3 4 0 0 20 0 1 0 9876 1 2";
-        let s = parse_stat(line).unwrap();
-        assert_eq!((s.state, s.ppid, s.start), (b'S', 7, 9876));
     }
 
     #[test]
