@@ -6,11 +6,16 @@
 //! the vfork path. The child below shares our memory until it execs, so it makes raw,
 //! async-signal-safe calls only: no allocation, no locks, nothing that touches shared state except
 //! the parent thread's errno (the parent is suspended until the exec).
+//!
+//! Where the kernel has it (5.5+, and no seccomp filter refuses it) the clone is a `clone3` with
+//! `CLONE_CLEAR_SIGHAND`: the kernel resets the child's signal handlers, which spares the child a
+//! query of each of the 64 signals while the parent waits for its exec.
 
 use std::ffi::{CStr, CString, OsStr};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// What the child needs, prepared before the clone (everything allocated up front).
 struct ChildArgs {
@@ -26,6 +31,8 @@ struct ChildArgs {
     /// posix_spawn (no error pipe: the parent resumes only after exec or exit).
     err: *mut i32,
     parent: libc::pid_t,
+    /// The kernel already reset the handlers (`CLONE_CLEAR_SIGHAND`): only SIGPIPE is left to do.
+    cleared: bool,
 }
 
 pub struct Spawned {
@@ -77,7 +84,13 @@ extern "C" fn child(arg: *mut libc::c_void) -> libc::c_int {
         let a = &*(arg as *const ChildArgs);
         // Signals handled in the parent must not run handlers here; ignored ones stay ignored
         // across exec except SIGPIPE, which Node ignores and kern expects at its default.
-        for sig in 1..libc::SIGRTMAX() {
+        let last = if a.cleared {
+            default_disposition(libc::SIGPIPE);
+            0
+        } else {
+            libc::SIGRTMAX()
+        };
+        for sig in 1..last {
             if sig == libc::SIGKILL || sig == libc::SIGSTOP {
                 continue;
             }
@@ -87,9 +100,7 @@ extern "C" fn child(arg: *mut libc::c_void) -> libc::c_int {
             }
             let handled = old.sa_sigaction != libc::SIG_IGN && old.sa_sigaction != libc::SIG_DFL;
             if handled || sig == libc::SIGPIPE {
-                let mut dfl: libc::sigaction = std::mem::zeroed();
-                dfl.sa_sigaction = libc::SIG_DFL;
-                libc::sigaction(sig, &dfl, std::ptr::null_mut());
+                default_disposition(sig);
             }
         }
         if libc::setpgid(0, 0) != 0
@@ -128,6 +139,19 @@ extern "C" fn child(arg: *mut libc::c_void) -> libc::c_int {
         libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
         libc::execve(a.path, a.argv, a.envp);
         fail(a.err)
+    }
+}
+
+/// Sets `sig` to its default disposition.
+///
+/// # Safety
+/// A raw sigaction: callable from the vfork child.
+unsafe fn default_disposition(sig: libc::c_int) {
+    // SAFETY: a zeroed sigaction with SIG_DFL is a valid argument.
+    unsafe {
+        let mut dfl: libc::sigaction = std::mem::zeroed();
+        dfl.sa_sigaction = libc::SIG_DFL;
+        libc::sigaction(sig, &dfl, std::ptr::null_mut());
     }
 }
 
@@ -193,22 +217,9 @@ pub fn spawn(launcher: &mut Launcher, spec: &Spec<'_>) -> io::Result<Spawned> {
         keep: spec.keep_fd,
         err: &mut failed,
         parent: std::process::id() as libc::pid_t,
+        cleared: false,
     };
-    let stack = &mut launcher.stack;
-    // SAFETY: the stack outlives the child's use of it (CLONE_VFORK suspends us until the child
-    // execs or exits); `child` never returns.
-    let pid = unsafe {
-        let top = stack.as_mut_ptr().add(stack.len()) as usize & !15;
-        libc::clone(
-            child,
-            top as *mut libc::c_void,
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-            &args as *const ChildArgs as *mut libc::c_void,
-        )
-    };
-    if pid < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let pid = clone_child(&mut launcher.stack, args)?;
     drop((out_w, err_w));
     // The child has exec'd, or exited after leaving errno in `failed`.
     // SAFETY: the child is done with our memory; volatile because it wrote behind the compiler.
@@ -224,6 +235,125 @@ pub fn spawn(launcher: &mut Launcher, spec: &Spec<'_>) -> io::Result<Spawned> {
         stdout: out_r,
         stderr: err_r,
     })
+}
+
+/// Whether `clone3` with `CLONE_CLEAR_SIGHAND` is still worth trying here: off after the first
+/// refusal (an older kernel, or a container's seccomp filter answering ENOSYS or EPERM).
+static CLONE3: AtomicBool = AtomicBool::new(cfg!(target_arch = "x86_64"));
+
+/// Clones the vfork child on `stack` running [`child`] with `args`; returns once it has exec'd
+/// or exited.
+fn clone_child(stack: &mut [u8], mut args: ChildArgs) -> io::Result<libc::pid_t> {
+    // The stack grows down from a 16-byte aligned top, as the ABI wants at the child's first call.
+    let base = stack.as_mut_ptr() as usize;
+    let top = (base + stack.len()) & !15;
+    if CLONE3.load(Ordering::Relaxed) {
+        args.cleared = true;
+        // SAFETY: as for clone below.
+        match unsafe { clone3_vfork(base, top - base, &args) } {
+            Ok(pid) => return Ok(pid),
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ENOSYS | libc::EINVAL | libc::EPERM)
+                ) =>
+            {
+                CLONE3.store(false, Ordering::Relaxed);
+                args.cleared = false;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    // SAFETY: the stack outlives the child's use of it (CLONE_VFORK suspends us until the child
+    // execs or exits); `child` never returns.
+    let pid = unsafe {
+        libc::clone(
+            child,
+            top as *mut libc::c_void,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            &args as *const ChildArgs as *mut libc::c_void,
+        )
+    };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(pid)
+}
+
+/// `struct clone_args` up to `tls` (CLONE_ARGS_SIZE_VER0).
+#[repr(C)]
+struct CloneArgs {
+    flags: u64,
+    pidfd: u64,
+    child_tid: u64,
+    parent_tid: u64,
+    exit_signal: u64,
+    stack: u64,
+    stack_size: u64,
+    tls: u64,
+}
+
+/// `clone3(CLONE_VM | CLONE_VFORK | CLONE_CLEAR_SIGHAND)` running [`child`] on the stack at
+/// `stack` (`size` bytes, its top 16-byte aligned). glibc has no clone3 wrapper, and a child on a
+/// new stack cannot return into Rust code: it starts in the asm below, which calls [`child`] (which
+/// execs or `_exit`s) and, should it ever return, exits the child.
+///
+/// # Safety
+/// `stack..stack + size` is memory the child may use until the call returns, and `args` stays
+/// valid until then (the parent is suspended until the child has exec'd or exited).
+#[cfg(target_arch = "x86_64")]
+unsafe fn clone3_vfork(stack: usize, size: usize, args: &ChildArgs) -> io::Result<libc::pid_t> {
+    const CLONE_CLEAR_SIGHAND: u64 = 0x1_0000_0000;
+    let ca = CloneArgs {
+        flags: (libc::CLONE_VM | libc::CLONE_VFORK) as u64 | CLONE_CLEAR_SIGHAND,
+        pidfd: 0,
+        child_tid: 0,
+        parent_tid: 0,
+        exit_signal: libc::SIGCHLD as u64,
+        stack: stack as u64,
+        stack_size: size as u64,
+        tls: 0,
+    };
+    let entry: extern "C" fn(*mut libc::c_void) -> libc::c_int = child;
+    let ret: isize;
+    // SAFETY: the parent resumes after `syscall` with rax = pid or -errno (rcx and r11 clobbered).
+    // The child resumes there too, with rax = 0, every other register as the parent had it and rsp
+    // at the top of its own stack: it clears the frame pointer, calls `child(args)` (r12, r13 are
+    // callee-saved inputs) and exits with what it returns; it never reaches Rust code again.
+    unsafe {
+        std::arch::asm!(
+            "syscall",
+            "test rax, rax",
+            "jnz 2f",
+            "xor ebp, ebp",
+            "mov rdi, r12",
+            "call r13",
+            "mov edi, eax",
+            "mov eax, {exit}",
+            "syscall",
+            "ud2",
+            "2:",
+            exit = const libc::SYS_exit,
+            inlateout("rax") libc::SYS_clone3 as isize => ret,
+            in("rdi") &ca as *const CloneArgs,
+            in("rsi") std::mem::size_of::<CloneArgs>(),
+            in("r12") args as *const ChildArgs,
+            in("r13") entry as usize,
+            lateout("rcx") _,
+            lateout("r11") _,
+            options(nostack),
+        );
+    }
+    if ret < 0 {
+        return Err(io::Error::from_raw_os_error(-ret as i32));
+    }
+    Ok(ret as libc::pid_t)
+}
+
+/// Elsewhere the plain clone serves (`CLONE3` starts off).
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn clone3_vfork(_stack: usize, _size: usize, _args: &ChildArgs) -> io::Result<libc::pid_t> {
+    Err(io::Error::from_raw_os_error(libc::ENOSYS))
 }
 
 /// The child's environment: ours, as the pointers `environ` holds (no copy: glibc never frees a
@@ -359,6 +489,51 @@ mod tests {
         // Two literals that must agree: the child dups the pipe to STARTED_FD, kern reads the env.
         let env = STARTED_FD_ENV.to_str().unwrap();
         assert_eq!(env, format!("KERN_STARTED_FD={STARTED_FD}"));
+    }
+
+    /// What a started child says of its own signal state: SigIgn, SigBlk and SigCgt of its
+    /// /proc status, read by the shell it execs.
+    fn child_signals() -> String {
+        block_signals_on_this_thread();
+        let mut launcher = Launcher::new().unwrap();
+        let (_keep_r, keep_w) = pipe().unwrap();
+        let args = ["-c", "grep -E '^Sig(Ign|Blk|Cgt)' /proc/self/status"].map(Into::into);
+        let spawned = spawn(
+            &mut launcher,
+            &Spec {
+                program: OsStr::new("/bin/sh"),
+                args: &args,
+                env: &[],
+                keep_fd: keep_w.as_raw_fd(),
+                stdin: None,
+            },
+        )
+        .unwrap();
+        let mut out = String::new();
+        std::io::Read::read_to_string(&mut std::fs::File::from(spawned.stdout), &mut out).unwrap();
+        let mut status = 0;
+        // SAFETY: our own child.
+        unsafe { libc::waitpid(spawned.pid, &mut status, 0) };
+        assert_eq!(exit_code(status), 0, "{out}");
+        out
+    }
+
+    #[test]
+    fn a_child_starts_with_sigpipe_at_its_default_and_nothing_blocked_either_way() {
+        // The test harness ignores SIGPIPE, as Node does; our threads block every signal.
+        let mask = |out: &str, field: &str| {
+            let line = out.lines().find(|l| l.starts_with(field)).unwrap();
+            u64::from_str_radix(line.split_whitespace().nth(1).unwrap(), 16).unwrap()
+        };
+        let sigpipe = 1u64 << (libc::SIGPIPE - 1);
+        let tried_clone3 = CLONE3.load(Ordering::Relaxed);
+        for clone3 in [tried_clone3, false] {
+            CLONE3.store(clone3, Ordering::Relaxed);
+            let out = std::thread::spawn(child_signals).join().unwrap();
+            assert_eq!(mask(&out, "SigIgn:") & sigpipe, 0, "{out}");
+            assert_eq!(mask(&out, "SigBlk:"), 0, "{out}");
+        }
+        CLONE3.store(tried_clone3, Ordering::Relaxed);
     }
 
     #[test]
