@@ -32,6 +32,23 @@ test('64 parallel run() calls on one Sandbox all succeed, each with its own outp
   assert.equal(files.filter((f) => f.path.startsWith('out-')).length, 64)
 })
 
+test("calls leave the main thread's signal mask as they found it, one at a time and in a burst", async (t) => {
+  // A call with nothing else in flight forks its box from the main thread with every signal
+  // blocked for the clone; the mask must come back whole, or signals meant for this thread
+  // (a profiler's, a debugger's) would never reach it.
+  const blocked = () => /^SigBlk:\s*(\S+)/m.exec(fs.readFileSync(`/proc/self/task/${process.pid}/status`, 'latin1'))[1]
+  const before = blocked()
+  const sbx = await openSandbox(t, { timeoutS: 60 })
+  for (let i = 0; i < 3; i++) {
+    const r = await sbx.run(['sh', '-c', `echo one ${i}`])
+    assert.equal(r.stdout, `one ${i}\n`)
+    assert.equal(blocked(), before)
+  }
+  const burst = await Promise.all(Array.from({ length: 8 }, (_, i) => sbx.run(['sh', '-c', `echo burst ${i}`])))
+  burst.forEach((r, i) => assert.equal(r.stdout, `burst ${i}\n`))
+  assert.equal(blocked(), before)
+})
+
 test('32 parallel one-shot runCode calls (Python and JavaScript) each get their own output and results', async (t) => {
   const sbx = await openSandbox(t, { timeoutS: 120 })
   const calls = Array.from({ length: 32 }, (_, i) =>

@@ -70,11 +70,35 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 /// Blocks every signal on the calling thread. Each spawner thread calls this once: a signal
 /// handler must never run in the vfork child, which shares the parent's memory.
 pub fn block_signals_on_this_thread() {
-    // SAFETY: plain libc calls on a local sigset.
+    block_all();
+}
+
+/// Blocks every signal on the calling thread; returns the mask it had.
+fn block_all() -> libc::sigset_t {
+    // SAFETY: plain libc calls on local sigsets.
     unsafe {
         let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
         libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &all, std::ptr::null_mut());
+        libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut old);
+        old
+    }
+}
+
+/// Every signal blocked on the calling thread until this is dropped (a start on a thread that
+/// otherwise takes signals: see [`block_signals_on_this_thread`]).
+pub struct SignalsBlocked(libc::sigset_t, std::marker::PhantomData<*const ()>);
+
+impl SignalsBlocked {
+    pub fn now() -> SignalsBlocked {
+        SignalsBlocked(block_all(), std::marker::PhantomData)
+    }
+}
+
+impl Drop for SignalsBlocked {
+    fn drop(&mut self) {
+        // SAFETY: restores the mask block_all saved, on the same thread (the guard is !Send).
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.0, std::ptr::null_mut()) };
     }
 }
 

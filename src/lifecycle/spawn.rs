@@ -1,14 +1,17 @@
 //! Launching kern, owning its deadline, and tearing a box down so that nothing survives.
 //!
-//! kern is forked from a few dedicated threads that live as long as the process: the child gets
-//! `PR_SET_PDEATHSIG`, which fires when the *thread* that forked it exits, so forking from a tokio
-//! worker or blocking-pool thread (retired when idle) would kill a healthy box. The child runs in
-//! its own process group so one `killpg` reaches kern and everything it did not move elsewhere.
+//! kern is forked from a few dedicated threads that live as long as the process, or from the
+//! process's main thread: the child gets `PR_SET_PDEATHSIG`, which fires when the *thread* that
+//! forked it exits, so forking from a tokio worker or blocking-pool thread (retired when idle), or
+//! from a worker_thread's JS thread, would kill a healthy box. The child runs in its own process
+//! group so one `killpg` reaches kern and everything it did not move elsewhere.
 
+use std::cell::RefCell;
 use std::ffi::OsString;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -131,35 +134,7 @@ fn spawner() -> &'static Spawner {
                     launch::block_signals_on_this_thread();
                     let mut launcher = launch::Launcher::new();
                     loop {
-                        let req = q.next();
-                        if let Some(before) = req.before {
-                            if let Err(e) = crate::errors::guard(before) {
-                                let _ = req.reply.send(Err(e));
-                                continue;
-                            }
-                        }
-                        let spec = launch::Spec {
-                            program: req.program.as_os_str(),
-                            args: &req.args,
-                            env: &req.env,
-                            keep_fd: req.keep_fd.as_raw_fd(),
-                            stdin: req.stdin.as_ref().map(|f| f.as_raw_fd()),
-                        };
-                        let spawned = match launcher.as_mut() {
-                            Ok(l) => launch::spawn(l, &spec),
-                            Err(e) => Err(std::io::Error::new(
-                                e.kind(),
-                                format!("cannot open /dev/null: {e}"),
-                            )),
-                        };
-                        let spawned = spawned.map_err(|e| {
-                            Error::sandbox(format!(
-                                "could not execute kern ({}): {e}",
-                                req.program.display()
-                            ))
-                        });
-                        let _ = req.reply.send(spawned);
-                        // Our copy of the started pipe's write end closes here, so EOF means kern.
+                        serve(&mut launcher, q.next());
                     }
                 })
                 .expect("spawn the kern-sandbox spawner thread");
@@ -168,8 +143,87 @@ fn spawner() -> &'static Spawner {
     })
 }
 
-/// Hands kern's start to a spawner thread now, with the started pipe's write end; the box's stdin
-/// is `stdin` (the read end of our pipe) or /dev/null. The answer comes on the returned channel.
+/// Does one start request: its `before`, then kern's start, answered on its channel. The calling
+/// thread blocks every signal (see [`launch::spawn`]).
+fn serve(launcher: &mut std::io::Result<launch::Launcher>, req: SpawnRequest) {
+    if let Some(before) = req.before {
+        if let Err(e) = crate::errors::guard(before) {
+            let _ = req.reply.send(Err(e));
+            return;
+        }
+    }
+    let spec = launch::Spec {
+        program: req.program.as_os_str(),
+        args: &req.args,
+        env: &req.env,
+        keep_fd: req.keep_fd.as_raw_fd(),
+        stdin: req.stdin.as_ref().map(|f| f.as_raw_fd()),
+    };
+    let spawned = match launcher.as_mut() {
+        Ok(l) => launch::spawn(l, &spec),
+        Err(e) => Err(std::io::Error::new(
+            e.kind(),
+            format!("cannot open /dev/null: {e}"),
+        )),
+    };
+    let spawned = spawned.map_err(|e| {
+        Error::sandbox(format!(
+            "could not execute kern ({}): {e}",
+            req.program.display()
+        ))
+    });
+    let _ = req.reply.send(spawned);
+    // Our copy of the started pipe's write end closes here, so EOF means kern.
+}
+
+/// Does a start request on the calling thread, the process's main thread: its signals are blocked
+/// for the clone, as a spawner thread's always are.
+fn serve_here(req: SpawnRequest) {
+    thread_local! {
+        static LAUNCHER: RefCell<Option<std::io::Result<launch::Launcher>>> =
+            const { RefCell::new(None) };
+    }
+    LAUNCHER.with_borrow_mut(|l| {
+        let launcher = l.get_or_insert_with(launch::Launcher::new);
+        let mask = launch::SignalsBlocked::now();
+        serve(launcher, req);
+        drop(mask);
+    });
+}
+
+/// Whether the calling thread is the process's main thread, which lives as long as the process.
+fn on_main_thread() -> bool {
+    // SAFETY: gettid takes no arguments and cannot fail.
+    let tid = unsafe { libc::syscall(libc::SYS_gettid) };
+    tid == std::process::id() as libc::c_long
+}
+
+/// Boxes [`start`]ed whose call (or life as a ready box) is not over. A start on the main thread,
+/// with nothing of its own to do first, forks kern there when there are none: that spares the
+/// hand-off to a spawner thread (tens of microseconds a call), and the event loop waits for one
+/// exec at a time only, never for a burst of calls', which the spawner threads take in parallel.
+static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+
+/// A box counted in [`IN_FLIGHT`] while it lives.
+struct InFlight;
+
+impl InFlight {
+    /// Counts a box in; true when no other one is.
+    fn enter() -> (InFlight, bool) {
+        let others = IN_FLIGHT.fetch_add(1, Ordering::Relaxed);
+        (InFlight, others == 0)
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        IN_FLIGHT.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Hands kern's start to a spawner thread now (or does it on this thread, `here`), with the
+/// started pipe's write end; the box's stdin is `stdin` (the read end of our pipe) or /dev/null.
+/// The answer comes on the returned channel.
 fn request_spawn(
     kern: &Path,
     args: &[OsString],
@@ -177,13 +231,14 @@ fn request_spawn(
     started_w: OwnedFd,
     stdin: Option<OwnedFd>,
     before: Option<Before>,
+    here: bool,
 ) -> oneshot::Receiver<Result<Spawned>> {
     let mut env = vec![launch::STARTED_FD_ENV];
     if !enforce_limits {
         env.push(c"KERN_NO_SCOPE=1");
     }
     let (reply, rx) = oneshot::channel();
-    spawner().push(SpawnRequest {
+    let req = SpawnRequest {
         program: kern.to_path_buf(),
         args: args.to_vec(),
         env,
@@ -191,7 +246,12 @@ fn request_spawn(
         stdin,
         before,
         reply,
-    });
+    };
+    if here {
+        serve_here(req);
+    } else {
+        spawner().push(req);
+    }
     rx
 }
 
@@ -210,6 +270,7 @@ async fn spawn_kern_with(
         started_w,
         stdin,
         None,
+        false,
     ))
     .await
 }
@@ -251,6 +312,7 @@ pub struct Booted {
     pub stdin: Option<pipe::Sender>,
     /// The box's init, when it was found before the call (a ready box's waiter).
     pub init: Option<workload::Init>,
+    _in_flight: InFlight,
 }
 
 /// Starts kern with `args` and tracks the box; its stdin is a pipe of ours (`with_stdin`) or
@@ -277,11 +339,14 @@ pub struct Pending {
     started: OwnedFd,
     stdin: Option<OwnedFd>,
     reply: oneshot::Receiver<Result<Spawned>>,
+    in_flight: InFlight,
 }
 
 /// Hands kern's start (`args`) to a spawner thread now, without waiting: a caller on the JS
-/// thread starts the box without a hop through a tokio worker first. Its stdin is a pipe of ours
-/// (`with_stdin`) or /dev/null. `before` is done on the spawner thread first (see [`Before`]).
+/// thread starts the box without a hop through a tokio worker first, and on the main thread with
+/// no other box in flight and no `before` it forks kern itself (see [`IN_FLIGHT`]). Its stdin is a
+/// pipe of ours (`with_stdin`) or /dev/null. `before` is done on the spawner thread first (see
+/// [`Before`]).
 pub fn start(
     kern: &Path,
     name: &str,
@@ -300,13 +365,16 @@ pub fn start(
             .map_err(pipe_err)?,
         false => (None, None),
     };
+    let (in_flight, alone) = InFlight::enter();
+    let here = alone && before.is_none() && on_main_thread();
     Ok(Pending {
         kern: kern.to_path_buf(),
         name: name.to_string(),
         env_id,
         started: started_r,
         stdin: stdin_w,
-        reply: request_spawn(kern, args, enforce_limits, started_w, stdin_r, before),
+        reply: request_spawn(kern, args, enforce_limits, started_w, stdin_r, before, here),
+        in_flight,
     })
 }
 
@@ -321,6 +389,7 @@ impl Pending {
             started,
             stdin: stdin_w,
             reply,
+            in_flight,
         } = self;
         let spawned = answer(reply).await?;
         let live = boxes::track(env_id, spawned.pid, &name, &kern);
@@ -340,6 +409,7 @@ impl Pending {
             started,
             stdin: None,
             init: None,
+            _in_flight: in_flight,
         };
         match stdin {
             Ok(s) => booted.stdin = s,
@@ -384,6 +454,7 @@ pub async fn supervise(b: Booted, l: Watch<'_>, t0: Instant) -> BoxRun {
         started: started_r,
         stdin,
         init,
+        _in_flight,
     } = b;
     drop(stdin);
     let (kern, name) = (kern.as_path(), name.as_str());
