@@ -49,6 +49,26 @@ test("calls leave the main thread's signal mask as they found it, one at a time 
   assert.equal(blocked(), before)
 })
 
+test('calls close every fd they opened, one at a time and in a burst', async (t) => {
+  // A finished box's pipes and pidfd close just after its result is sent: give them a moment.
+  const fds = () => fs.readdirSync('/proc/self/fd').length
+  const settled = async (want) => {
+    for (let i = 0; i < 100 && fds() > want; i++) await sleep(20)
+    return fds()
+  }
+  const sbx = await openSandbox(t, { timeoutS: 60 })
+  // A first call and a first burst open what lives as long as the process (a spawner thread's
+  // /dev/null, say).
+  await sbx.run(['true'])
+  await Promise.all(Array.from({ length: 16 }, () => sbx.run(['true'])))
+  await sleep(100)
+  const base = fds()
+  for (let i = 0; i < 20; i++) await sbx.run(['sh', '-c', 'echo out; echo err >&2'])
+  assert.equal(await settled(base), base)
+  await Promise.all(Array.from({ length: 16 }, () => sbx.run(['sh', '-c', 'echo out'])))
+  assert.equal(await settled(base), base)
+})
+
 test('32 parallel one-shot runCode calls (Python and JavaScript) each get their own output and results', async (t) => {
   const sbx = await openSandbox(t, { timeoutS: 120 })
   const calls = Array.from({ length: 32 }, (_, i) =>

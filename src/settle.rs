@@ -75,10 +75,10 @@ pub fn spawn(env: &napi::Env, fut: Work) -> napi::Result<sys::napi_value> {
         deferred,
         channel: Some(channel),
     };
-    napi::bindgen_prelude::spawn(async move {
+    napi::bindgen_prelude::spawn(crate::task::dropping_later(async move {
         let outcome = fut.await;
         pending.settle(outcome);
-    });
+    }));
     Ok(promise)
 }
 

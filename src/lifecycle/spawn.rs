@@ -449,8 +449,8 @@ pub async fn supervise(b: Booted, l: Watch<'_>, t0: Instant) -> BoxRun {
         pgid,
         reaper: mut child,
         _live,
-        stdout,
-        stderr,
+        stdout: mut out_pipe,
+        stderr: mut err_pipe,
         started: started_r,
         stdin,
         init,
@@ -480,12 +480,24 @@ pub async fn supervise(b: Booted, l: Watch<'_>, t0: Instant) -> BoxRun {
     // After an early result kern's teardown goes on, and kern writes its started byte (and may
     // write more) on the way: read ends of its pipes are held until it has exited, or such a write
     // would kill it with SIGPIPE halfway through its teardown (seen on every other early call).
-    let held =
-        [stdout.as_fd(), stderr.as_fd(), started_r.as_fd()].map(|fd| fd.try_clone_to_owned().ok());
+    let held = [out_pipe.as_fd(), err_pipe.as_fd(), started_r.as_fd()]
+        .map(|fd| fd.try_clone_to_owned().ok());
     let io = async {
         tokio::join!(
-            pump(stdout, l.cap, l.on_stdout, drained(drain_rx.clone()), false),
-            pump(stderr, l.cap, l.on_stderr, drained(drain_rx.clone()), true),
+            pump(
+                &mut out_pipe,
+                l.cap,
+                l.on_stdout,
+                drained(drain_rx.clone()),
+                false
+            ),
+            pump(
+                &mut err_pipe,
+                l.cap,
+                l.on_stderr,
+                drained(drain_rx.clone()),
+                true
+            ),
             read_started(started_r, async {
                 drained(drain_rx).await;
             }),
@@ -546,15 +558,20 @@ pub async fn supervise(b: Booted, l: Watch<'_>, t0: Instant) -> BoxRun {
     } else {
         started
     };
-    let teardown = held_ns.map(|ns| {
-        crate::task::spawn(finish_teardown(
+    let teardown = match held_ns {
+        Some(ns) => Some(crate::task::spawn(finish_teardown(
             kern.to_path_buf(),
             name.to_string(),
             pgid,
             child,
             (_live, held, ns),
-        ))
-    });
+        ))),
+        None => {
+            // kern is reaped: its fds can close after the result is sent.
+            crate::task::drop_later((child, held, out_pipe, err_pipe));
+            None
+        }
+    };
     BoxRun {
         exit_code,
         started,
