@@ -142,3 +142,44 @@ test('README quickstart: runCode("print(sum(range(100)))") -> "4950\\n", success
   assert.ok(Array.isArray(r.files))
   assert.equal(r.truncated, false)
 })
+
+test('a result object has the same fields, in the same order, with or without the shaper lib/native.js hands the addon', async () => {
+  // The addon alone (no lib/): results are made field by field; then with the shaper registered.
+  const { runNode, lastJson } = require('./helpers')
+  const r = await runNode(`
+const b = require(REPO + '/binding.js')
+;(async () => {
+  const s = new b.NativeSandbox({})
+  await s.open()
+  const call = () => s.run(['sh', '-c', 'echo out; echo err >&2; echo x > made.txt; exit 3'], {})
+  const plain = await call()
+  b.shapeResults(
+    ['stdout', 'stderr', 'exitCode', 'durationMs', 'fault', 'files', 'truncated', 'rich', 'executionCount'],
+    (stdout, stderr, exitCode, durationMs, fault, files, truncated, rich, executionCount) =>
+      ({ stdout, stderr, exitCode, durationMs, fault, files, truncated, rich, executionCount }),
+  )
+  const shaped = await call()
+  let refused = null
+  try { b.shapeResults(['stderr', 'stdout'], () => ({})) } catch (e) { refused = e.message }
+  const afterRefusal = await call()
+  await s.close()
+  const keys = (o) => Object.keys(o).filter((k) => o[k] !== undefined)
+  const same = (o) => ({ ...o, durationMs: typeof o.durationMs, files: o.files.map((f) => f.path + ':' + f.change) })
+  console.log(JSON.stringify({ plain: keys(plain), shaped: keys(shaped), values: [same(plain), same(shaped), same(afterRefusal)], refused }))
+})()
+`)
+  assert.equal(r.code, 0, r.stderr)
+  const got = lastJson(r.stdout)
+  // No fault and no execution count: absent (undefined), as napi-rs leaves a None field.
+  const fields = ['stdout', 'stderr', 'exitCode', 'durationMs', 'files', 'truncated', 'rich']
+  assert.deepEqual(got.plain, fields)
+  assert.deepEqual(got.shaped, fields)
+  assert.equal(got.values[0].stdout, 'out\n')
+  assert.match(got.values[0].stderr, /^err\n/) // kern's notes may follow
+  assert.equal(got.values[0].exitCode, 3)
+  assert.equal(got.values[0].durationMs, 'number')
+  assert.deepEqual(got.values[0].files, ['made.txt:created'])
+  assert.deepEqual(got.values[1], { ...got.values[0], files: ['made.txt:modified'] })
+  assert.deepEqual(got.values[2], got.values[1])
+  assert.match(got.refused, /fields must be/)
+})

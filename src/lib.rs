@@ -19,6 +19,7 @@ mod options;
 mod output;
 mod session;
 mod settle;
+mod shape;
 // Machine snapshots and forks: their napi face, beside machine_binding.
 mod snapshot_binding;
 mod snapshots;
@@ -65,7 +66,9 @@ pub struct NativeFault {
     pub message: String,
 }
 
-#[napi(object, object_from_js = false)]
+/// Made by [`shape::result_object`] (the field names are in [`shape::RESULT_FIELDS`], in this
+/// order); the derive gives it its TypeScript type only.
+#[napi(object, object_from_js = false, object_to_js = false)]
 pub struct NativeResult {
     #[napi(ts_type = "string")]
     pub stdout: Text,
@@ -80,6 +83,32 @@ pub struct NativeResult {
     /// lib/results.js parses them.
     pub rich: Vec<String>,
     pub execution_count: Option<u32>,
+}
+
+impl napi::bindgen_prelude::ToNapiValue for NativeResult {
+    /// # Safety
+    /// `env` is the live env a call's result is made in, on its JS thread.
+    unsafe fn to_napi_value(
+        env: napi::sys::napi_env,
+        r: Self,
+    ) -> napi::Result<napi::sys::napi_value> {
+        use napi::bindgen_prelude::ToNapiValue as Js;
+        // SAFETY: per this fn's contract, for each value and for the object made of them.
+        unsafe {
+            let values = [
+                Js::to_napi_value(env, r.stdout)?,
+                Js::to_napi_value(env, r.stderr)?,
+                Js::to_napi_value(env, r.exit_code)?,
+                Js::to_napi_value(env, r.duration_ms)?,
+                shape::optional(env, r.fault)?,
+                Js::to_napi_value(env, r.files)?,
+                Js::to_napi_value(env, r.truncated)?,
+                Js::to_napi_value(env, r.rich)?,
+                shape::optional(env, r.execution_count)?,
+            ];
+            shape::result_object(env, values)
+        }
+    }
 }
 
 impl From<Outcome> for NativeResult {
@@ -185,6 +214,17 @@ fn hook_env(env: &Env) -> usize {
 #[napi]
 pub fn cleanup_now(env: Env) {
     lifecycle::cleanup::on_env_exit(env.raw() as usize);
+}
+
+/// lib/native.js hands over, once per env, the function that makes a call's result object from
+/// its values (`fields` names them, in the order of `make`'s parameters): see src/shape.rs.
+#[napi]
+pub fn shape_results(
+    env: Env,
+    fields: Vec<String>,
+    make: napi::bindgen_prelude::Function<'_, napi::Unknown<'_>, napi::Unknown<'_>>,
+) -> napi::Result<()> {
+    shape::take_maker(env, fields, make)
 }
 
 /// Every error code the native side tags its errors with; lib/errors.js's table must cover them.
