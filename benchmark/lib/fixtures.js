@@ -154,24 +154,24 @@ const FLOOR_C = `#include <spawn.h>
 #include <sys/wait.h>
 #include <time.h>
 extern char **environ;
-/* The floor under any binding: posix_spawn + waitpid of argv[1], argv[2] times (after a warm-up);
- * prints one per-call time in ms per line. */
+/* The floor under any binding: posix_spawn + waitpid of argv[1]. For each number read from stdin,
+ * that many calls, one time in ms per line, then a line "end": a worker takes turns with it block
+ * by block (measure/calls.js). */
 int main(int argc, char **argv) {
-  int n = argc > 2 ? atoi(argv[2]) : 200;
   char *args[] = {argv[1], 0};
   pid_t p;
-  int st;
+  int st, n;
   struct timespec a, b;
-  for (int i = 0; i < 20; i++) {
-    if (posix_spawn(&p, argv[1], 0, 0, args, environ)) return 1;
-    waitpid(p, &st, 0);
-  }
-  for (int i = 0; i < n; i++) {
-    clock_gettime(CLOCK_MONOTONIC, &a);
-    if (posix_spawn(&p, argv[1], 0, 0, args, environ)) return 1;
-    waitpid(p, &st, 0);
-    clock_gettime(CLOCK_MONOTONIC, &b);
-    printf("%.6f\\n", (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6);
+  while (argc > 1 && scanf("%d", &n) == 1) {
+    for (int i = 0; i < n; i++) {
+      clock_gettime(CLOCK_MONOTONIC, &a);
+      if (posix_spawn(&p, argv[1], 0, 0, args, environ)) return 1;
+      waitpid(p, &st, 0);
+      clock_gettime(CLOCK_MONOTONIC, &b);
+      printf("%.6f\\n", (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6);
+    }
+    printf("end\\n");
+    fflush(stdout);
   }
   return 0;
 }

@@ -131,7 +131,7 @@ async function callRows(id, { kern, n, warmup, sandbox = {}, stalls = false, imp
   const acc = Object.fromEntries(
     impls.map((i) => [
       i,
-      { samples: [], roundMedians: [], cpuPerCall: [], failed: 0, errors: [], stalls: [], files: 0 },
+      { samples: [], floorSamples: [], roundMedians: [], cpuPerCall: [], failed: 0, errors: [], stalls: [], files: 0 },
     ]),
   )
   for (let r = 0; r < ctx.ROUNDS; r++) {
@@ -146,6 +146,7 @@ async function callRows(id, { kern, n, warmup, sandbox = {}, stalls = false, imp
         continue
       }
       a.samples.push(...res.samples)
+      if (res.floorSamples) a.floorSamples.push(...res.floorSamples)
       a.cpuPerCall.push(res.cpuMsPerCall)
       a.roundMedians.push(median(res.samples))
       a.failed += res.failed
@@ -155,12 +156,21 @@ async function callRows(id, { kern, n, warmup, sandbox = {}, stalls = false, imp
     }
     log(
       `  ${id} round ${r + 1}/${ctx.ROUNDS}: ` +
-        impls.map((i) => `${i} ${fmt(acc[i].roundMedians.at(-1))} ms`).join(', '),
+        impls
+          .map((i) => {
+            const f = acc[i].floorSamples
+            const floor = f.length ? ` (floor ${fmt(median(f.slice(-n)))})` : ''
+            return `${i} ${fmt(acc[i].roundMedians.at(-1))} ms${floor}`
+          })
+          .join(', '),
     )
   }
   for (const i of impls) {
     const a = acc[i]
     a.median = median(a.samples)
+    // The spawn floor that took turns with this implementation's calls (measure/calls.js).
+    a.floorMedian = a.floorSamples.length ? median(a.floorSamples) : null
+    delete a.floorSamples
     a.p90 = a.samples.length ? a.samples.slice().sort((x, y) => x - y)[Math.floor(a.samples.length * 0.9)] : null
     a.calls = a.samples.length
     a.cpuMsPerCall = median(a.cpuPerCall)

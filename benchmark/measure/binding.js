@@ -2,18 +2,9 @@
 // Worker side (run in a fresh `node benchmark/worker.js` process): the binding's output path on
 // fake kerns, a capped flood and 100,000 chunks through onStdout.
 
-const { spawnSync } = require('child_process')
 const { now, rssWindow, openSandbox } = require('../lib/probe')
 
 module.exports = {
-  /** The spawn floor (lib/fixtures.js spawnFloor): spec.n calls of posix_spawn + waitpid of
-   * spec.program from C, in this worker's turn of the round like the sessions it is held to. */
-  floor(spec) {
-    const r = spawnSync(spec.bin, [spec.program, String(spec.n)], { encoding: 'utf8' })
-    if (r.status !== 0) return { error: `the spawn floor failed: ${r.error || r.stderr || r.status}` }
-    return { samples: r.stdout.trim().split('\n').map(Number), cpuMsPerCall: null, failed: 0 }
-  },
-
   /** A fake kern floods stdout; the session caps the capture at spec.cap. */
   async flood(spec) {
     const s = await openSandbox(spec, { maxOutputBytes: spec.cap })
