@@ -305,6 +305,7 @@ fn clone_child(stack: &mut [u8], mut args: ChildArgs) -> io::Result<libc::pid_t>
 }
 
 /// `struct clone_args` up to `tls` (CLONE_ARGS_SIZE_VER0).
+#[cfg(target_arch = "x86_64")]
 #[repr(C)]
 struct CloneArgs {
     flags: u64,
