@@ -36,7 +36,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use napi::bindgen_prelude::{Buffer, Either, Object, PromiseRaw};
+use napi::bindgen_prelude::{Buffer, Either, PromiseRaw};
 use napi::Env;
 use napi_derive::napi;
 
@@ -599,9 +599,6 @@ impl NativeSandbox {
     }
 }
 
-/// Settles a kernel cell's promise on the JS thread.
-type Resolver = Box<dyn FnOnce(Env) -> napi::Result<NativeResult> + Send>;
-
 /// The native half of `Kernel`.
 #[napi]
 pub struct NativeKernel {
@@ -622,7 +619,9 @@ impl NativeKernel {
     }
 
     /// Queues a cell now (cells run in call order) and resolves with its result. The serving
-    /// task settles the promise itself, with no task of its own in between.
+    /// task settles the promise itself, with no task of its own in between, through the env's
+    /// one settling function (src/settle.rs; a napi-rs deferred made and released a threadsafe
+    /// function and an env cleanup hook per cell).
     #[napi(ts_return_type = "Promise<NativeResult>")]
     pub fn run_code<'e>(
         &self,
@@ -632,7 +631,7 @@ impl NativeKernel {
         on_stdout: Option<ChunkFn>,
         on_stderr: Option<ChunkFn>,
         on_result: Option<ResultFn>,
-    ) -> napi::Result<Object<'e>> {
+    ) -> napi::Result<PromiseRaw<'e, NativeResult>> {
         if code.contains('\0') {
             return Err(Error::sandbox("code must be a string with no NUL byte").into());
         }
@@ -648,13 +647,21 @@ impl NativeKernel {
             .as_ref()
             .map(|c| c.cancel.clone())
             .unwrap_or_default();
-        let (deferred, promise) = env.create_deferred::<NativeResult, Resolver>()?;
+        let (promise, settler) = settle::promise(env)?;
         let reply = Box::new(move |r: errors::Result<Outcome>| {
             drop(registered);
-            match r {
-                Ok(o) => deferred.resolve(Box::new(move |_| Ok(NativeResult::from(o)))),
-                Err(e) => deferred.reject(e.into()),
-            }
+            settler.settle(match r {
+                Ok(o) => Ok(Box::new(move |env| {
+                    // SAFETY: settle calls this on the JS thread, with its env.
+                    unsafe {
+                        napi::bindgen_prelude::ToNapiValue::to_napi_value(
+                            env,
+                            NativeResult::from(o),
+                        )
+                    }
+                }) as settle::Convert),
+                Err(e) => Err(e.into()),
+            })
         });
         let opts = CellOptions {
             timeout: std::time::Duration::from_secs_f64(timeout_s),
@@ -664,7 +671,7 @@ impl NativeKernel {
             cancel,
         };
         self.inner.submit(&code, opts, reply);
-        Ok(promise)
+        Ok(PromiseRaw::new(env.raw(), promise))
     }
 
     #[napi(ts_return_type = "Promise<void>")]

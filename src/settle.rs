@@ -62,6 +62,17 @@ pub type Work = Pin<Box<dyn Future<Output = napi::Result<Convert>> + Send>>;
 
 /// Starts `fut` on tokio and returns the promise its outcome settles.
 pub fn spawn(env: &napi::Env, fut: Work) -> napi::Result<sys::napi_value> {
+    let (promise, pending) = promise(env)?;
+    napi::bindgen_prelude::spawn(crate::task::dropping_later(async move {
+        let outcome = fut.await;
+        pending.settle(outcome);
+    }));
+    Ok(promise)
+}
+
+/// A promise, and what settles it from any thread ([`Settler::settle`]): for work that is not one
+/// future of its own (a kernel's cells, settled by the kernel's serving task).
+pub fn promise(env: &napi::Env) -> napi::Result<(sys::napi_value, Settler)> {
     // An Env is only ever at hand on its JS thread, which every napi call below needs.
     let env = env.raw();
     let channel = channel(env)?;
@@ -75,11 +86,16 @@ pub fn spawn(env: &napi::Env, fut: Work) -> napi::Result<sys::napi_value> {
         deferred,
         channel: Some(channel),
     };
-    napi::bindgen_prelude::spawn(crate::task::dropping_later(async move {
-        let outcome = fut.await;
-        pending.settle(outcome);
-    }));
-    Ok(promise)
+    Ok((promise, Settler(pending)))
+}
+
+/// Settles one promise of [`promise`], once, from any thread; dropped unsettled, it rejects.
+pub struct Settler(Pending);
+
+impl Settler {
+    pub fn settle(self, outcome: napi::Result<Convert>) {
+        self.0.settle(outcome);
+    }
 }
 
 /// A promise not settled yet. Dropped unsettled (its task dropped at runtime shutdown) it rejects,
@@ -94,6 +110,8 @@ unsafe impl Send for Pending {}
 
 impl Pending {
     fn settle(mut self, outcome: napi::Result<Convert>) {
+        // (A Settler's too: a kernel's reply may come on the JS thread, within its submit, and
+        // is then delivered a turn of the loop later, as any other.)
         if let Some(channel) = self.channel.take() {
             send(&channel, self.deferred, outcome);
         }
