@@ -181,11 +181,7 @@ where
         env,
         Box::pin(async move {
             let value = errors::Guarded(fut).await?;
-            Ok(Box::new(move |env| {
-                // SAFETY: settle calls this on the JS thread, with its env, where napi would call
-                // T's conversion itself.
-                unsafe { T::to_napi_value(env, value) }
-            }) as settle::Convert)
+            Ok(settle::convert(value))
         }),
     )?;
     // The promise resolves to T's JS value, which the type parameter tells the bindings.
@@ -651,15 +647,7 @@ impl NativeKernel {
         let reply = Box::new(move |r: errors::Result<Outcome>| {
             drop(registered);
             settler.settle(match r {
-                Ok(o) => Ok(Box::new(move |env| {
-                    // SAFETY: settle calls this on the JS thread, with its env.
-                    unsafe {
-                        napi::bindgen_prelude::ToNapiValue::to_napi_value(
-                            env,
-                            NativeResult::from(o),
-                        )
-                    }
-                }) as settle::Convert),
+                Ok(o) => Ok(settle::convert(NativeResult::from(o))),
                 Err(e) => Err(e.into()),
             })
         });

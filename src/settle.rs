@@ -19,6 +19,15 @@ use napi::sys;
 /// Makes a call's JS value, on the JS thread.
 pub type Convert = Box<dyn FnOnce(sys::napi_env) -> napi::Result<sys::napi_value> + Send>;
 
+/// `value`'s [`Convert`]: its JS value, made when the call settles.
+pub fn convert<T: ToNapiValue + Send + 'static>(value: T) -> Convert {
+    Box::new(move |env| {
+        // SAFETY: `call_js` calls this on the JS thread, with its env, where napi would call T's
+        // conversion itself.
+        unsafe { T::to_napi_value(env, value) }
+    })
+}
+
 /// What a call sends to the JS thread.
 struct Settle {
     deferred: sys::napi_deferred,
@@ -89,7 +98,9 @@ pub fn promise(env: &napi::Env) -> napi::Result<(sys::napi_value, Settler)> {
     Ok((promise, Settler(pending)))
 }
 
-/// Settles one promise of [`promise`], once, from any thread; dropped unsettled, it rejects.
+/// Settles one promise of [`promise`], once, from any thread; dropped unsettled, it rejects. A
+/// settling on the JS thread itself (a kernel's reply within its submit) is delivered a turn of
+/// the loop later, as any other.
 pub struct Settler(Pending);
 
 impl Settler {
@@ -110,8 +121,6 @@ unsafe impl Send for Pending {}
 
 impl Pending {
     fn settle(mut self, outcome: napi::Result<Convert>) {
-        // (A Settler's too: a kernel's reply may come on the JS thread, within its submit, and
-        // is then delivered a turn of the loop later, as any other.)
         if let Some(channel) = self.channel.take() {
             send(&channel, self.deferred, outcome);
         }

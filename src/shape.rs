@@ -2,9 +2,8 @@
 //! fields one napi call at a time, each internalizing its key again; a call's result has nine, and
 //! that was two thirds of the time its conversion took on the JS thread (about 11 us of a do-nothing
 //! call's result, against 6.5 us this way). lib/native.js hands over, once, a function that returns
-//! the object literal of its arguments; the native side passes
-//! the values in the order of the fields.
-//! Until it has (the addon loaded on its own), the fields are set one by one.
+//! the object literal of its arguments; the native side passes the values in the order of the
+//! fields. Until it has (the addon loaded on its own), the fields are set one by one.
 
 use std::cell::RefCell;
 use std::ffi::CStr;

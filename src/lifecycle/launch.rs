@@ -67,14 +67,10 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(io::Error::from)
 }
 
-/// Blocks every signal on the calling thread. Each spawner thread calls this once: a signal
-/// handler must never run in the vfork child, which shares the parent's memory.
-pub fn block_signals_on_this_thread() {
-    block_all();
-}
-
-/// Blocks every signal on the calling thread; returns the mask it had.
-fn block_all() -> libc::sigset_t {
+/// Blocks every signal on the calling thread and returns the mask it had. Each spawner thread
+/// calls this once: a signal handler must never run in the vfork child, which shares the parent's
+/// memory.
+pub fn block_signals_on_this_thread() -> libc::sigset_t {
     // SAFETY: plain libc calls on local sigsets.
     unsafe {
         let mut all: libc::sigset_t = std::mem::zeroed();
@@ -91,13 +87,13 @@ pub struct SignalsBlocked(libc::sigset_t, std::marker::PhantomData<*const ()>);
 
 impl SignalsBlocked {
     pub fn now() -> SignalsBlocked {
-        SignalsBlocked(block_all(), std::marker::PhantomData)
+        SignalsBlocked(block_signals_on_this_thread(), std::marker::PhantomData)
     }
 }
 
 impl Drop for SignalsBlocked {
     fn drop(&mut self) {
-        // SAFETY: restores the mask block_all saved, on the same thread (the guard is !Send).
+        // SAFETY: restores the mask saved by `now`, on the same thread (the guard is !Send).
         unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.0, std::ptr::null_mut()) };
     }
 }

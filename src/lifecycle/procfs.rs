@@ -71,16 +71,24 @@ pub fn parse_stat(text: &str) -> Option<Stat> {
     })
 }
 
+/// /proc/PID/status, read once for any number of [`status_field`]s.
+pub fn status(pid: i32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/status")).ok()
+}
+
+/// The value of the line `key` ("SigCgt:", "NSpid:") of a /proc/PID/status text.
+pub fn status_field<'a>(status: &'a str, key: &str) -> Option<&'a str> {
+    status.lines().find_map(|l| l.strip_prefix(key))
+}
+
 /// Whether `pid` catches or blocks signal `sig` (so it does not die of it at once).
 pub fn takes_signal(pid: i32, sig: i32) -> bool {
-    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+    let Some(status) = status(pid) else {
         return false;
     };
     let bit = 1u64 << (sig - 1);
     ["SigBlk:", "SigCgt:"].iter().any(|key| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(key))
+        status_field(&status, key)
             .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
             .is_some_and(|mask| mask & bit != 0)
     })

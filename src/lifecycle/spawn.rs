@@ -567,7 +567,8 @@ pub async fn supervise(b: Booted, l: Watch<'_>, t0: Instant) -> BoxRun {
             (_live, held, ns),
         ))),
         None => {
-            // kern is reaped: its fds can close after the result is sent.
+            // kern is gone (or its Reaper finishes the wait): the box's fds can close after the
+            // result is sent.
             crate::task::drop_later((child, held, out_pipe, err_pipe));
             None
         }

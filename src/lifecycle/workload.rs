@@ -209,13 +209,11 @@ pub fn in_setup(kern: i32) -> bool {
 }
 
 fn is_ns_init(pid: i32) -> bool {
-    read(&format!("/proc/{pid}/status")).is_some_and(|s| {
-        s.lines()
-            .find_map(|l| l.strip_prefix("NSpid:"))
-            .is_some_and(|ids| {
-                let ids: Vec<&str> = ids.split_whitespace().collect();
-                ids.len() > 1 && ids.last() == Some(&"1")
-            })
+    procfs::status(pid).is_some_and(|s| {
+        procfs::status_field(&s, "NSpid:").is_some_and(|ids| {
+            let ids: Vec<&str> = ids.split_whitespace().collect();
+            ids.len() > 1 && ids.last() == Some(&"1")
+        })
     })
 }
 
