@@ -105,6 +105,26 @@ test('a cell run again runs again (its compiled script reused): effects repeat, 
   assert.deepEqual(texts(await k.runCode('await Promise.resolve(ranAgain)')), ['3'])
 })
 
+test('cells back to back: what a cell queued has run before the next starts, other handles open or not', async () => {
+  const queues = 'seen = []; process.nextTick(() => seen.push("tick")); queueMicrotask(() => seen.push("micro"))'
+  const rounds = async (n) => {
+    for (let i = 0; i < n; i++) {
+      assert.deepEqual(texts(await k.runCode(`${queues}; seen.push("sync"); undefined`)), [])
+      assert.deepEqual(texts(await k.runCode('seen.join()')), ['sync,tick,micro'])
+      await k.runCode(`${queues}; setImmediate(() => seen.push("immediate")); seen.push("sync"); undefined`)
+      assert.deepEqual(texts(await k.runCode('seen.join()')), ['sync,tick,micro,immediate'])
+    }
+  }
+  await rounds(150)
+  // A server of the cell's own keeps a handle open: the driver then reads frames through the loop.
+  await k.runCode(
+    'srv = require("net").createServer().listen(0, "127.0.0.1")\nawait new Promise((r) => srv.on("listening", r))',
+  )
+  await rounds(50)
+  assert.deepEqual(texts(await k.runCode('await new Promise((r) => srv.close(r)); "closed"')), ['closed'])
+  await rounds(50)
+})
+
 test("a cell calling the user's own code inside console.log() is still interruptible", async () => {
   await k.runCode('function spinForever() { while (true) {} }\nconst keptAcross = "kept"')
   const ac = new AbortController()

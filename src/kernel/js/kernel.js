@@ -344,13 +344,16 @@ function linger() {
   // End of file (n 0) is left for the control socket to find.
   if (n > 0) {
     inbuf = Buffer.from(scratch.subarray(0, n))
-    later(onControl, EMPTY)
+    later(onControl, EMPTY, true)
   }
 }
 
 /** Frames of the control channel; `chunk` is a view of a read buffer that the next read reuses,
- * so what is kept is copied. */
-function onControl(chunk) {
+ * so what is kept is copied. Cells start at once when `now` (the driver read them in an
+ * immediate, after those queued before it); ones libuv read, in its poll phase, wait for the
+ * check phase, so that what an earlier cell queued with setImmediate runs first (the driver
+ * being preempted as a cell ends lets the host's next frame in before those). */
+function onControl(chunk, now = false) {
   let data = inbuf.length ? Buffer.concat([inbuf, chunk]) : chunk
   while (data.length >= 5) {
     const n = data.readUInt32LE(1)
@@ -369,7 +372,8 @@ function onControl(chunk) {
     queue.push({ body: Buffer.from(body), interrupted: false })
   }
   inbuf = data.length ? Buffer.from(data) : EMPTY
-  pump()
+  if (now) pump()
+  else later(pump)
 }
 
 /** A read-only socket on `fd` whose reads go to `onChunk(view)` in one reused buffer, past
