@@ -298,9 +298,12 @@ async function pump() {
 // more than the rest of a short cell's round trip. So once the cell and what it queued have run
 // (this is an immediate: microtasks and the cell's own immediates went first), the control pipe
 // is read without blocking for up to LINGER_NS before the loop may sleep; never while a timer or
-// an immediate is pending, which would run late. What it reads goes through the loop as a frame
-// libuv read would, a turn later: timers come due meanwhile still fire before the next cell, and
-// a frame libuv reads first is taken after it. The clock, the check and the scheduling are the
+// an immediate is pending, which would run late. When the driver's own pipes are all the loop
+// holds, nothing could be served before the frame it reads, which is taken at once (the turn of
+// the loop was a tenth of a short cell's round trip; an unref'd timer, which node does not count,
+// then runs after that cell). Otherwise the frame goes through the loop as one libuv read would,
+// a turn later: I/O and timers come due meanwhile are served before the next cell, and a frame
+// libuv reads first is taken after it. The clock, the check and the scheduling are the
 // driver's own copies (a cell may replace the globals), and the reads are counted as well. A host
 // slower than that (a person typing, cells with much output) finds the driver asleep anyway: after
 // a few lingers in a row found nothing, one in 16 is tried until one finds a frame.
@@ -312,13 +315,20 @@ const LINGER_READS = 400
 const clock = process.hrtime.bigint
 const later = setImmediate
 const activeResources = process.getActiveResourcesInfo
+// The handles the driver itself keeps open (its pipe readers, process.stdout/stderr), once served.
+let ownHandles = 0
 
 function linger() {
   lingering = false
   if (busy || cell || queue.length || inbuf.length || typeof activeResources !== 'function') return
   if (ctrlIn === 3) return // not reopened, so maybe blocking: a read could wait for the host
   if (lingerMisses >= 4 && ++lingerSkips % 16 !== 0) return
-  for (const what of activeResources()) if (what === 'Timeout' || what === 'Immediate') return
+  const active = activeResources()
+  let alone = active.length <= ownHandles
+  for (let i = 0; i < active.length; i++) {
+    if (active[i] === 'Timeout' || active[i] === 'Immediate') return
+    if (active[i] !== 'PipeWrap') alone = false
+  }
   const limit = Object.getOwnPropertyDescriptor(Error, 'stackTraceLimit')
   try {
     // An empty pipe answers EAGAIN, thrown with a stack: see drainRaw.
@@ -342,7 +352,8 @@ function linger() {
   }
   lingerMisses = n > 0 ? 0 : lingerMisses + 1
   // End of file (n 0) is left for the control socket to find.
-  if (n > 0) {
+  if (n > 0 && alone) onControl(scratch.subarray(0, n), true)
+  else if (n > 0) {
     inbuf = Buffer.from(scratch.subarray(0, n))
     later(onControl, EMPTY, true)
   }
@@ -406,6 +417,7 @@ function serve() {
   const control = reader(ctrlIn, onControl)
   control.on('end', () => realExit(0))
   control.on('error', () => realExit(0))
+  if (typeof activeResources === 'function') ownHandles = activeResources().length
   send([0x52, ''])
 }
 
