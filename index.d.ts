@@ -404,7 +404,8 @@ export interface SandboxOptions {
    * @default false */
   network?: boolean | NetworkPolicy
   /** With a policy `network`: called with every request through the session's proxy (and its
-   * machines' unless they pass their own), for audit logs. Never holds a header value; what it
+   * machines' unless they pass their own), for audit logs, once the proxy is done with it: it
+   * may come after the request's client has its answer. Never holds a header value; what it
    * throws or rejects with is ignored; it never keeps Node alive. */
   onRequest?: ((event: EgressEvent) => void) | null
   /**

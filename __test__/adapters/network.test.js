@@ -9,7 +9,7 @@
 const test = require('node:test')
 const assert = require('node:assert/strict')
 const http = require('node:http')
-const { kern } = require('../helpers.js')
+const { kern, waitFor } = require('../helpers.js')
 const { Machine } = require('../../lib/machine.js')
 const { KernSandboxClient } = require('../../lib/openai-agents/entry.js')
 const { KernSandbox } = require('../../lib/mastra/entry.js')
@@ -53,8 +53,10 @@ async function checkMachine(machine, events) {
   const refused = await get('other.test')
   assert.match(refused.stdout, /other\.test:\d+ refused: not in allowOut/)
   assert.deepEqual(machine.network, policy())
-  assert.ok(events.some((e) => e.host === 'api.test' && e.allowed))
-  assert.ok(events.some((e) => e.host === 'other.test' && !e.allowed))
+  // Reported once the proxy is done with each request: possibly after curl has its answer.
+  const heard = () =>
+    events.some((e) => e.host === 'api.test' && e.allowed) && events.some((e) => e.host === 'other.test' && !e.allowed)
+  assert.ok(await waitFor(heard, 10_000), JSON.stringify(events))
   assert.ok(!JSON.stringify(events).includes('s3cret'))
 }
 
